@@ -96,20 +96,23 @@ func Decompress(codec string, frame []byte, maxSize int) ([]byte, error) {
 }
 
 // PayloadFrames returns the blob's sub-frames decompressed according to its
-// sub-header's "compression" list, for the few places where the scheduler
-// must read a payload itself. Relayed blobs are never rewritten.
+// sub-header's "compression" list (distributed/protocol/compression.py:
+// decompress), for the few places where the scheduler must read a payload
+// itself. Relayed blobs are never rewritten. Frames without a codec are
+// returned as they are, not copied. Python zips the list with the frames and
+// silently drops extras; a list of the wrong length is an error here.
 func (b *Blob) PayloadFrames(maxSize int) ([][]byte, error) {
 	h, err := b.SubHeader()
 	if err != nil {
 		return nil, err
 	}
-	codecs, _ := h.Get("compression").([]any)
+	codecs, err := compressionList(h, len(b.Frames))
+	if err != nil {
+		return nil, err
+	}
 	out := make([][]byte, len(b.Frames))
 	for i, f := range b.Frames {
-		codec := ""
-		if i < len(codecs) {
-			codec, _ = codecs[i].(string)
-		}
+		codec, _ := codecs[i].(string)
 		if out[i], err = Decompress(codec, f, maxSize); err != nil {
 			return nil, fmt.Errorf("sub-frame %d: %w", i, err)
 		}

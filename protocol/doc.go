@@ -11,11 +11,18 @@
 //   - Keys are held as their canonical msgpack bytes (Key), so a key is
 //     re-emitted with exactly the types it came in with.
 //   - bin stays bin ([]byte) and str stays str (string).
+//   - Decode then Encode reproduces Python's frames byte for byte; the golden
+//     vectors in testdata/golden (recorded from distributed by
+//     tests/golden/make_vectors.py) prove it, and tests/test_golden.py proves
+//     distributed reads back what Go writes.
 //   - Nothing is allocated for a frame beyond what has arrived or what
 //     Limits allow: a header claiming 2^60 bytes fails before any buffer
-//     exists.
-//   - Compression (lz4 in python-lz4's block layout) applies only to
-//     sub-frames of blobs Go makes itself; relayed blobs stay as they are.
+//     exists. Peer input never panics: framing errors are *FrameError,
+//     malformed messages wrap ErrDecode.
+//   - Compression (lz4 in python-lz4's block layout) and shard splitting
+//     (NewSerialized) apply only to blobs Go makes itself; relayed blobs stay
+//     as they are. PayloadFrames/MergeSplitFrames read Python-made payloads
+//     when the scheduler must look inside.
 //
 // See ../shared/dask-protocol.md §1 for the format and the Python code it
 // mirrors.

@@ -1,12 +1,8 @@
 package protocol
 
 import (
-	"bytes"
 	"fmt"
-	"math"
-	"sort"
-
-	"github.com/vmihailenco/msgpack/v5"
+	"slices"
 )
 
 // EncodeOptions are per-connection settings for Encode.
@@ -28,21 +24,21 @@ type EncodeOptions struct {
 // (written with sorted keys), map[Key]any, map[Key][]string, map[Key]int64,
 // map[string]int64.
 func Encode(msg any, opts *EncodeOptions) ([][]byte, error) {
-	e := encoder{frames: [][]byte{nil}}
+	e := encoder{frames: make([][]byte, 1, 4)}
 	if opts != nil {
 		e.opts = *opts
 	}
-	e.enc = msgpack.NewEncoder(&e.buf)
+	e.b = make([]byte, 0, 256) // one small allocation covers most op dicts
 	if err := e.value(msg, 0); err != nil {
 		return nil, fmt.Errorf("encode message: %w", err)
 	}
-	e.frames[0] = e.buf.Bytes()
+	e.frames[0] = e.b
 	return e.frames, nil
 }
 
+// encoder appends msgpack to b and collects blob frames after frame 0.
 type encoder struct {
-	buf    bytes.Buffer
-	enc    *msgpack.Encoder
+	b      []byte
 	frames [][]byte
 	opts   EncodeOptions
 }
@@ -51,67 +47,61 @@ func (e *encoder) value(v any, depth int) error {
 	if depth > maxDepth {
 		return fmt.Errorf("nested deeper than %d", maxDepth)
 	}
-	enc := e.enc
 	switch x := v.(type) {
 	case nil:
-		return enc.EncodeNil()
+		e.b = appendNil(e.b)
 	case bool:
-		return enc.EncodeBool(x)
+		e.b = appendBool(e.b, x)
 	case int64:
-		return enc.EncodeInt(x)
+		e.b = appendInt(e.b, x)
 	case int:
-		return enc.EncodeInt(int64(x))
+		e.b = appendInt(e.b, int64(x))
 	case int32:
-		return enc.EncodeInt(int64(x))
+		e.b = appendInt(e.b, int64(x))
 	case uint32:
-		return enc.EncodeUint(uint64(x))
+		e.b = appendUint(e.b, uint64(x))
 	case uint64:
-		if x <= math.MaxInt64 {
-			return enc.EncodeInt(int64(x))
-		}
-		return enc.EncodeUint(x)
+		e.b = appendUint(e.b, x)
 	case float64:
-		return enc.EncodeFloat64(x)
+		e.b = appendFloat64(e.b, x)
 	case float32:
-		return enc.EncodeFloat64(float64(x))
+		e.b = appendFloat64(e.b, float64(x))
 	case string:
-		return enc.EncodeString(x)
+		e.b = appendStr(e.b, x)
 	case []byte:
-		return enc.EncodeBytes(x)
+		e.b = appendBin(e.b, x)
 	case Key:
-		_, err := e.buf.WriteString(string(x))
-		return err
+		e.b = append(e.b, x...) // a Key is already canonical msgpack
 	case Raw:
-		_, err := e.buf.Write(x)
-		return err
+		e.b = append(e.b, x...)
 	case []any:
-		if err := enc.EncodeArrayLen(len(x)); err != nil {
-			return err
-		}
+		e.b = appendArrayLen(e.b, len(x))
 		for _, it := range x {
 			if err := e.value(it, depth+1); err != nil {
 				return err
 			}
 		}
-		return nil
 	case *Map:
 		return e.mapValue(x, depth)
 	case Set:
-		return e.value(NewMap("__Set__", true, "as-list", []any(x)), depth)
+		// distributed's msgpack_encode_default: {"__Set__": True, "as-list": [...]}
+		e.b = appendStr(appendMapLen(e.b, 2), "__Set__")
+		e.b = appendStr(appendBool(e.b, true), "as-list")
+		return e.value([]any(x), depth+1)
 	case *Blob:
 		return e.blob(x)
 	default:
 		return e.typed(v, depth)
 	}
+	return nil
 }
 
 func (e *encoder) mapValue(m *Map, depth int) error {
 	if m == nil {
-		return e.enc.EncodeNil()
+		e.b = appendNil(e.b)
+		return nil
 	}
-	if err := e.enc.EncodeMapLen(len(m.Entries)); err != nil {
-		return err
-	}
+	e.b = appendMapLen(e.b, len(m.Entries))
 	for _, en := range m.Entries {
 		if err := e.value(en.Key, depth+1); err != nil {
 			return err
@@ -125,137 +115,90 @@ func (e *encoder) mapValue(m *Map, depth int) error {
 
 // typed handles the convenience types the scheduler builds messages from.
 func (e *encoder) typed(v any, depth int) error {
-	enc := e.enc
 	switch x := v.(type) {
 	case []string:
-		if err := enc.EncodeArrayLen(len(x)); err != nil {
-			return err
-		}
+		e.b = appendArrayLen(e.b, len(x))
 		for _, s := range x {
-			if err := enc.EncodeString(s); err != nil {
-				return err
-			}
+			e.b = appendStr(e.b, s)
 		}
-		return nil
 	case []Key:
-		if err := enc.EncodeArrayLen(len(x)); err != nil {
-			return err
-		}
+		e.b = appendArrayLen(e.b, len(x))
 		for _, k := range x {
-			e.buf.WriteString(string(k))
+			e.b = append(e.b, k...)
 		}
-		return nil
 	case []int64:
-		if err := enc.EncodeArrayLen(len(x)); err != nil {
-			return err
-		}
+		e.b = appendArrayLen(e.b, len(x))
 		for _, n := range x {
-			if err := enc.EncodeInt(n); err != nil {
-				return err
-			}
+			e.b = appendInt(e.b, n)
 		}
-		return nil
 	case []float64:
-		if err := enc.EncodeArrayLen(len(x)); err != nil {
-			return err
-		}
+		e.b = appendArrayLen(e.b, len(x))
 		for _, f := range x {
-			if err := enc.EncodeFloat64(f); err != nil {
-				return err
-			}
+			e.b = appendFloat64(e.b, f)
 		}
-		return nil
 	case []*Map:
-		if err := enc.EncodeArrayLen(len(x)); err != nil {
-			return err
-		}
+		e.b = appendArrayLen(e.b, len(x))
 		for _, m := range x {
 			if err := e.mapValue(m, depth+1); err != nil {
 				return err
 			}
 		}
-		return nil
 	case map[string]any:
-		names := make([]string, 0, len(x))
-		for k := range x {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		if err := enc.EncodeMapLen(len(x)); err != nil {
-			return err
-		}
-		for _, k := range names {
-			if err := enc.EncodeString(k); err != nil {
-				return err
-			}
+		e.b = appendMapLen(e.b, len(x))
+		for _, k := range sortedNames(x) {
+			e.b = appendStr(e.b, k)
 			if err := e.value(x[k], depth+1); err != nil {
 				return fmt.Errorf("value of %q: %w", k, err)
 			}
 		}
-		return nil
 	case map[string]int64:
-		names := make([]string, 0, len(x))
-		for k := range x {
-			names = append(names, k)
+		e.b = appendMapLen(e.b, len(x))
+		for _, k := range sortedNames(x) {
+			e.b = appendInt(appendStr(e.b, k), x[k])
 		}
-		sort.Strings(names)
-		if err := enc.EncodeMapLen(len(x)); err != nil {
-			return err
-		}
-		for _, k := range names {
-			if err := enc.EncodeString(k); err != nil {
-				return err
-			}
-			if err := enc.EncodeInt(x[k]); err != nil {
-				return err
-			}
-		}
-		return nil
 	case map[Key]any:
-		if err := enc.EncodeMapLen(len(x)); err != nil {
-			return err
-		}
+		e.b = appendMapLen(e.b, len(x))
 		for _, k := range sortedKeys(x) {
-			e.buf.WriteString(string(k))
+			e.b = append(e.b, k...)
 			if err := e.value(x[k], depth+1); err != nil {
-				return err
+				return fmt.Errorf("value of %s: %w", k, err)
 			}
 		}
-		return nil
 	case map[Key][]string:
-		if err := enc.EncodeMapLen(len(x)); err != nil {
-			return err
-		}
+		e.b = appendMapLen(e.b, len(x))
 		for _, k := range sortedKeys(x) {
-			e.buf.WriteString(string(k))
+			e.b = append(e.b, k...)
 			if err := e.typed(x[k], depth+1); err != nil {
 				return err
 			}
 		}
-		return nil
 	case map[Key]int64:
-		if err := enc.EncodeMapLen(len(x)); err != nil {
-			return err
-		}
+		e.b = appendMapLen(e.b, len(x))
 		for _, k := range sortedKeys(x) {
-			e.buf.WriteString(string(k))
-			if err := enc.EncodeInt(x[k]); err != nil {
-				return err
-			}
+			e.b = appendInt(append(e.b, k...), x[k])
 		}
-		return nil
 	default:
 		return fmt.Errorf("cannot encode Go type %T", v)
 	}
+	return nil
 }
 
-// sortedKeys makes map output deterministic (tests compare bytes).
+// sortedKeys and sortedNames make map output deterministic (tests compare bytes).
 func sortedKeys[V any](m map[Key]V) []Key {
 	ks := make([]Key, 0, len(m))
 	for k := range m {
 		ks = append(ks, k)
 	}
-	sort.Slice(ks, func(i, j int) bool { return ks[i] < ks[j] })
+	slices.Sort(ks)
+	return ks
+}
+
+func sortedNames[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
 	return ks
 }
 
@@ -269,40 +212,41 @@ func (e *encoder) blob(b *Blob) error {
 		e.frames = append(e.frames, b.Header)
 		e.frames = append(e.frames, b.Frames...)
 	} else {
-		header, frames, err := b.encodeGoMade(e.opts.Compression)
-		if err != nil {
-			return err
-		}
+		header, frames := b.encodeGoMade(e.opts.Compression)
 		e.frames = append(e.frames, header)
 		e.frames = append(e.frames, frames...)
 	}
-	if err := e.enc.EncodeMapLen(1); err != nil {
-		return err
-	}
-	if err := e.enc.EncodeString(marker); err != nil {
-		return err
-	}
-	return e.enc.EncodeInt(int64(offset))
+	e.b = appendInt(appendStr(appendMapLen(e.b, 1), marker), int64(offset))
+	return nil
 }
 
-// encodeGoMade writes the sub-header of a Go-made Pickled blob, compressing
-// its buffers with codec the way distributed's maybe_compress would.
-func (b *Blob) encodeGoMade(codec string) ([]byte, [][]byte, error) {
+// encodeGoMade writes the sub-header of a Go-made blob (NewPickled,
+// NewSerialized), compressing each sub-frame that has no codec yet with codec,
+// as distributed's dumps._inplace_compress_frames does. Key order follows
+// Python's: the payload's own keys, then "compression", then "num-sub-frames".
+func (b *Blob) encodeGoMade(codec string) ([]byte, [][]byte) {
 	frames := b.Frames
-	compression := make([]any, len(frames))
+	var compression []any
+	if b.goHeaderMap != nil {
+		compression, _ = b.goHeaderMap.Get("compression").([]any)
+	}
+	if len(compression) != len(frames) {
+		compression = make([]any, len(frames))
+	}
 	if codec != "" {
 		frames = make([][]byte, len(b.Frames))
+		compression = append([]any(nil), compression...)
 		for i, f := range b.Frames {
-			name, out := MaybeCompress(f, codec)
-			frames[i] = out
-			if name != "" {
-				compression[i] = name
+			frames[i] = f
+			if compression[i] != nil {
+				continue
+			}
+			if name, out := MaybeCompress(f, codec); name != "" {
+				frames[i], compression[i] = out, name
 			}
 		}
 	}
-	header, err := Encode(b.goHeader(compression), nil)
-	if err != nil {
-		return nil, nil, err
-	}
-	return header[0], frames, nil
+	var sub encoder // header values are plain Go types: encoding cannot fail
+	_ = sub.mapValue(b.goHeader(compression), 0)
+	return sub.b, frames
 }

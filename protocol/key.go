@@ -1,13 +1,11 @@
 package protocol
 
 import (
-	"bytes"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
-
-	"github.com/vmihailenco/msgpack/v5"
+	"unicode"
 )
 
 // Key is a dask key (str, int, float, or a nested tuple of those) held as
@@ -26,55 +24,53 @@ const maxKeyDepth = 16
 
 // StrKey is the Key of a plain string key such as "inc-1".
 func StrKey(s string) Key {
-	var buf bytes.Buffer
-	enc := msgpack.NewEncoder(&buf)
-	_ = enc.EncodeString(s)
-	return Key(buf.String())
+	return Key(appendStr(make([]byte, 0, len(s)+5), s))
 }
 
 // KeyOf converts a decoded value into a Key, rejecting what dask's
 // validate_key rejects (bytes, maps, None, bools...).
 func KeyOf(v any) (Key, error) {
-	if k, ok := v.(Key); ok {
-		return k, nil
+	switch x := v.(type) {
+	case Key:
+		return x, nil
+	case string: // the common case: one allocation, no recursion
+		return StrKey(x), nil
 	}
-	var buf bytes.Buffer
-	enc := msgpack.NewEncoder(&buf)
-	if err := encodeKey(enc, v, 0); err != nil {
+	b, err := appendKey(make([]byte, 0, 32), v, 0)
+	if err != nil {
 		return "", err
 	}
-	return Key(buf.String()), nil
+	return Key(b), nil
 }
 
-func encodeKey(enc *msgpack.Encoder, v any, depth int) error {
+func appendKey(b []byte, v any, depth int) ([]byte, error) {
 	if depth > maxKeyDepth {
-		return fmt.Errorf("key nested deeper than %d", maxKeyDepth)
+		return nil, fmt.Errorf("key nested deeper than %d", maxKeyDepth)
 	}
 	switch x := v.(type) {
 	case string:
-		return enc.EncodeString(x)
+		return appendStr(b, x), nil
 	case int64:
-		return enc.EncodeInt(x)
+		return appendInt(b, x), nil
 	case int:
-		return enc.EncodeInt(int64(x))
+		return appendInt(b, int64(x)), nil
 	case uint64:
-		return enc.EncodeUint(x)
+		return appendUint(b, x), nil
 	case float64:
-		return enc.EncodeFloat64(x)
+		return appendFloat64(b, x), nil
 	case Key:
-		return enc.Encode(Raw(x))
+		return append(b, x...), nil
 	case []any:
-		if err := enc.EncodeArrayLen(len(x)); err != nil {
-			return err
-		}
+		b = appendArrayLen(b, len(x))
 		for _, e := range x {
-			if err := encodeKey(enc, e, depth+1); err != nil {
-				return err
+			var err error
+			if b, err = appendKey(b, e, depth+1); err != nil {
+				return nil, err
 			}
 		}
-		return nil
+		return b, nil
 	default:
-		return fmt.Errorf("invalid dask key of type %s: %s", typeName(v), String(v))
+		return nil, fmt.Errorf("invalid dask key of type %s: %s", typeName(v), String(v))
 	}
 }
 
@@ -112,7 +108,7 @@ func (k Key) String() string {
 func writeKeyRepr(b *strings.Builder, v any) {
 	switch x := v.(type) {
 	case string:
-		b.WriteString("'" + strings.ReplaceAll(x, "'", "\\'") + "'")
+		b.WriteString(pyStrRepr(x))
 	case int64:
 		b.WriteString(strconv.FormatInt(x, 10))
 	case uint64:
@@ -136,6 +132,46 @@ func writeKeyRepr(b *strings.Builder, v any) {
 	}
 }
 
+// pyStrRepr is Python's repr() of a str: single quotes unless the text has
+// a single quote and no double quote; backslash escapes for the quote,
+// backslash, \t \n \r and non-printable characters.
+func pyStrRepr(s string) string {
+	quote := byte('\'')
+	if strings.IndexByte(s, '\'') >= 0 && strings.IndexByte(s, '"') < 0 {
+		quote = '"'
+	}
+	var b strings.Builder
+	b.WriteByte(quote)
+	for _, r := range s {
+		switch {
+		case r == rune(quote) || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0x100 && !unicode.IsPrint(r)):
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case !unicode.IsPrint(r):
+			if r < 0x10000 {
+				fmt.Fprintf(&b, `\u%04x`, r)
+			} else {
+				fmt.Fprintf(&b, `\U%08x`, r)
+			}
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte(quote)
+	return b.String()
+}
+
+// pyFloatRepr is Python's repr() of a float: the shortest round-tripping
+// digits, positional for exponents -4 <= e < 16, else scientific with at
+// least two exponent digits (1e+16, 1e-05).
 func pyFloatRepr(f float64) string {
 	switch {
 	case math.IsInf(f, 1):
@@ -145,8 +181,18 @@ func pyFloatRepr(f float64) string {
 	case math.IsNaN(f):
 		return "nan"
 	}
-	s := strconv.FormatFloat(f, 'g', -1, 64)
-	if !strings.ContainsAny(s, ".eEn") {
+	s := strconv.FormatFloat(f, 'e', -1, 64) // d.ddde±XX
+	mant, expS, _ := strings.Cut(s, "e")
+	exp, _ := strconv.Atoi(expS)
+	if exp < -4 || exp >= 16 {
+		sign := "+"
+		if exp < 0 {
+			sign, exp = "-", -exp
+		}
+		return fmt.Sprintf("%se%s%02d", mant, sign, exp)
+	}
+	s = strconv.FormatFloat(f, 'f', -1, 64)
+	if !strings.Contains(s, ".") {
 		s += ".0"
 	}
 	return s

@@ -2,6 +2,8 @@ package protocol
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 )
 
 // The decoded form of a message is a tree of these Go values, chosen so that
@@ -97,6 +99,14 @@ func (m *Map) Delete(name string) (any, bool) {
 	return nil, false
 }
 
+// Items returns the entries; nil-safe, so absent optional maps iterate as empty.
+func (m *Map) Items() []Entry {
+	if m == nil {
+		return nil
+	}
+	return m.Entries
+}
+
 // Len is the number of entries.
 func (m *Map) Len() int {
 	if m == nil {
@@ -115,9 +125,10 @@ type Set []any
 // relayed Blob keeps Header and Frames byte for byte; only its frame offset
 // changes when it is re-encoded into another message.
 //
-// A Blob built by Go (NewPickled) has a nil Header: the encoder writes the
-// sub-header itself and may compress the sub-frames with the connection's
-// negotiated codec, as distributed does for payloads it creates.
+// A Blob built by Go (NewPickled, NewSerialized) has a nil Header: the
+// encoder writes the sub-header itself and may compress the sub-frames with
+// the connection's negotiated codec, as distributed does for payloads it
+// creates.
 type Blob struct {
 	Pickled bool
 	Header  []byte
@@ -125,6 +136,9 @@ type Blob struct {
 
 	// pickledObj is the pickle for a Go-made Pickled blob (Header == nil).
 	pickledObj []byte
+	// goHeaderMap is the sub-header of a Go-made Serialized blob, without
+	// "num-sub-frames" (the encoder sets it).
+	goHeaderMap *Map
 }
 
 // NewPickled makes a ToPickle payload from a pickle and its protocol-5
@@ -145,43 +159,76 @@ func (b *Blob) Size() int {
 // Raw is msgpack that is already encoded; the encoder copies it verbatim.
 type Raw []byte
 
-// String gives a readable form of a decoded value for logs and errors.
+// maxStringLen caps String's output: it goes into logs and errors, and a
+// peer's message can hold megabytes.
+const maxStringLen = 512
+
+// String gives a readable form of a decoded value for logs and errors,
+// truncated with "..." past maxStringLen bytes.
 func String(v any) string {
+	var b strings.Builder
+	writeValue(&b, v)
+	if b.Len() > maxStringLen {
+		return b.String()[:maxStringLen] + "..."
+	}
+	return b.String()
+}
+
+// writeValue stops descending once the output is long enough, so rendering
+// a 65 536-item array for an error message costs no more than a short one.
+func writeValue(b *strings.Builder, v any) {
+	if b.Len() > maxStringLen {
+		return
+	}
 	switch x := v.(type) {
 	case nil:
-		return "None"
+		b.WriteString("None")
 	case string:
-		return fmt.Sprintf("%q", x)
+		b.WriteString(strconv.Quote(x))
 	case []byte:
-		return fmt.Sprintf("b<%d bytes>", len(x))
+		fmt.Fprintf(b, "b<%d bytes>", len(x))
 	case Key:
-		return x.String()
+		b.WriteString(x.String())
 	case *Blob:
 		if x.Pickled {
-			return fmt.Sprintf("Pickled<%d bytes>", x.Size())
+			fmt.Fprintf(b, "Pickled<%d bytes>", x.Size())
+		} else {
+			fmt.Fprintf(b, "Serialized<%d bytes>", x.Size())
 		}
-		return fmt.Sprintf("Serialized<%d bytes>", x.Size())
 	case []any:
-		s := "("
+		b.WriteByte('(')
 		for i, e := range x {
 			if i > 0 {
-				s += ", "
+				b.WriteString(", ")
 			}
-			s += String(e)
+			writeValue(b, e)
+			if b.Len() > maxStringLen {
+				break
+			}
 		}
-		return s + ")"
+		b.WriteByte(')')
 	case *Map:
-		s := "{"
+		if x == nil {
+			b.WriteString("None")
+			return
+		}
+		b.WriteByte('{')
 		for i, e := range x.Entries {
 			if i > 0 {
-				s += ", "
+				b.WriteString(", ")
 			}
-			s += String(e.Key) + ": " + String(e.Value)
+			writeValue(b, e.Key)
+			b.WriteString(": ")
+			writeValue(b, e.Value)
+			if b.Len() > maxStringLen {
+				break
+			}
 		}
-		return s + "}"
+		b.WriteByte('}')
 	case Set:
-		return "set" + String([]any(x))
+		b.WriteString("set")
+		writeValue(b, []any(x))
 	default:
-		return fmt.Sprint(x)
+		fmt.Fprint(b, x)
 	}
 }
