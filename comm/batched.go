@@ -1,0 +1,189 @@
+package comm
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Flush intervals distributed uses for its batched streams
+// (Scheduler.add_client / add_worker, Worker, Client).
+const (
+	SchedulerToWorkerInterval = 5 * time.Millisecond
+	SchedulerToClientInterval = 2 * time.Millisecond
+)
+
+// BatchedSend coalesces messages on a stream like distributed's BatchedSend
+// (distributed/batched.py): Send appends to a buffer and never touches the
+// network; one owner goroutine writes the whole buffer as one message (a
+// list of op dicts, whose blobs share one frame list) at most once per
+// interval. A message sent after a quiet period goes out at once.
+//
+// Lifecycle: NewBatchedSend starts the writer goroutine; Close flushes what
+// is buffered and stops it, leaving the Conn open for its owner (who may
+// still be reading the peer's close-stream); Abort drops the buffer, closes
+// the Conn and stops. A write error stops it too: the error is kept (Err)
+// and passed once to onError, and the Conn is closed so the stream's reader
+// notices (distributed's BatchedSend.abort). All methods are safe for
+// concurrent use.
+type BatchedSend struct {
+	conn     *Conn
+	interval time.Duration
+	onError  func(error)
+
+	mu       sync.Mutex
+	buf      []any
+	stopping bool
+	err      error
+	messages int
+	batches  int
+
+	wake chan struct{} // capacity 1: "the buffer may be non-empty"
+	stop chan struct{} // closed by Close/Abort
+	done chan struct{} // closed when the writer goroutine has exited
+}
+
+// NewBatchedSend starts batching onto c. onError may be nil.
+func NewBatchedSend(c *Conn, interval time.Duration, onError func(error)) *BatchedSend {
+	b := &BatchedSend{
+		conn:     c,
+		interval: interval,
+		onError:  onError,
+		wake:     make(chan struct{}, 1),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	go b.run()
+	return b
+}
+
+// Send queues msgs (usually *protocol.Map op dicts) for the next batch. It
+// fails with ErrClosed (wrapped) once the stream is closing or has failed.
+func (b *BatchedSend) Send(msgs ...any) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.err != nil {
+		return fmt.Errorf("batched send to %s: %w", b.conn.Peer(), b.err)
+	}
+	if b.stopping || b.conn.Closed() {
+		return fmt.Errorf("batched send to %s: %w", b.conn.Peer(), ErrClosed)
+	}
+	b.buf = append(b.buf, msgs...)
+	b.messages += len(msgs)
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// run is the owner goroutine: wait for messages, write them all, rest for
+// the interval, repeat. On stop it writes what is left (unless aborted).
+func (b *BatchedSend) run() {
+	defer close(b.done)
+	for {
+		select {
+		case <-b.wake:
+		case <-b.stop:
+			b.flush()
+			return
+		}
+		if !b.flush() {
+			return
+		}
+		t := time.NewTimer(b.interval)
+		select {
+		case <-t.C:
+		case <-b.stop:
+			t.Stop()
+			b.flush()
+			return
+		}
+	}
+}
+
+// flush writes the buffer as one message; false after a write error.
+func (b *BatchedSend) flush() bool {
+	b.mu.Lock()
+	payload := b.buf
+	b.buf = nil
+	if len(payload) > 0 && b.err == nil {
+		b.batches++
+	}
+	failed := b.err != nil
+	b.mu.Unlock()
+	if failed {
+		return false
+	}
+	if len(payload) == 0 {
+		return true
+	}
+	if err := b.conn.Write(payload); err != nil {
+		b.fail(err)
+		return false
+	}
+	return true
+}
+
+func (b *BatchedSend) fail(err error) {
+	b.mu.Lock()
+	b.err, b.buf = err, nil
+	b.mu.Unlock()
+	b.conn.Close() // Python's BatchedSend.abort: the stream is unusable
+	if b.onError != nil {
+		b.onError(err)
+	}
+}
+
+// Close flushes buffered messages and stops the writer. It returns the
+// stream's write error, if any, or ctx's error if the final write did not
+// finish in time (the Conn is then closed to unblock it).
+func (b *BatchedSend) Close(ctx context.Context) error {
+	b.beginStop()
+	select {
+	case <-b.done:
+	case <-ctx.Done():
+		b.conn.Close()
+		<-b.done
+		return fmt.Errorf("flush batched stream to %s: %w", b.conn.Peer(), ctx.Err())
+	}
+	return b.Err()
+}
+
+// Abort drops buffered messages, closes the Conn (unblocking a write in
+// progress) and waits for the writer to stop.
+func (b *BatchedSend) Abort() {
+	b.mu.Lock()
+	b.buf = nil
+	b.mu.Unlock()
+	b.beginStop()
+	b.conn.Close()
+	<-b.done
+}
+
+func (b *BatchedSend) beginStop() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.stopping {
+		b.stopping = true
+		close(b.stop)
+	}
+}
+
+// Err is the write error that stopped the stream, or nil.
+func (b *BatchedSend) Err() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.err
+}
+
+// Done is closed when the writer goroutine has exited.
+func (b *BatchedSend) Done() <-chan struct{} { return b.done }
+
+// Stats reports how many messages were sent in how many batches.
+func (b *BatchedSend) Stats() (messages, batches int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.messages, b.batches
+}

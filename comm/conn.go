@@ -1,0 +1,252 @@
+package comm
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"daskgo/protocol"
+)
+
+// Conn is one framed, handshaken connection to a dask peer
+// (distributed/comm/tcp.py: TCP).
+//
+// Concurrency: one goroutine may read (Read/ReadFrames/Call) while any number
+// write (Write/WriteFrames are serialised by a mutex, so frames of two
+// messages never interleave). Close, deadlines, addresses and the handshake
+// accessors are safe from any goroutine; Close unblocks a pending Read or
+// Write.
+type Conn struct {
+	nc       net.Conn
+	r        *bufio.Reader
+	opts     *Options
+	limits   protocol.Limits
+	scheme   string
+	peerAddr string
+	selfAddr string
+
+	hsMu           sync.Mutex
+	hsDone         bool
+	hsErr          error
+	local, remote  Handshake
+	compression    string
+	pickleProtocol int
+
+	wmu       sync.Mutex
+	closed    atomic.Bool
+	closeOnce sync.Once
+}
+
+// readBufferSize makes small messages (op dicts, batches) one read syscall.
+const readBufferSize = 64 << 10
+
+// NewConn wraps an established byte stream (a net.Pipe in tests, a TLS
+// connection later). The handshake runs on the first Handshake call, or
+// implicitly on first use.
+func NewConn(nc net.Conn, opts *Options) *Conn { return newConn(nc, "tcp", opts) }
+
+func newConn(nc net.Conn, scheme string, opts *Options) *Conn {
+	return &Conn{
+		nc:       nc,
+		r:        bufio.NewReaderSize(nc, readBufferSize),
+		opts:     opts,
+		limits:   opts.limits(),
+		scheme:   scheme,
+		peerAddr: URI(scheme, nc.RemoteAddr()),
+		selfAddr: URI(scheme, nc.LocalAddr()),
+	}
+}
+
+// Peer is the peer's address, "tcp://127.0.0.1:54321".
+func (c *Conn) Peer() string { return c.peerAddr }
+
+// Local is our end's address.
+func (c *Conn) Local() string { return c.selfAddr }
+
+// PeerHandshake is what the peer announced (zero before the handshake).
+func (c *Conn) PeerHandshake() Handshake {
+	c.hsMu.Lock()
+	defer c.hsMu.Unlock()
+	return c.remote
+}
+
+// Negotiated returns the compression codec ("" = none) and pickle protocol
+// agreed in the handshake.
+func (c *Conn) Negotiated() (compression string, pickleProtocol int) {
+	c.hsMu.Lock()
+	defer c.hsMu.Unlock()
+	return c.compression, c.pickleProtocol
+}
+
+func (c *Conn) ensureHandshake() error {
+	c.hsMu.Lock()
+	done, err := c.hsDone, c.hsErr
+	c.hsMu.Unlock()
+	if done {
+		return err
+	}
+	return c.Handshake(context.Background())
+}
+
+// Read reads and decodes one message. Blobs in the value alias the frames
+// read; nothing else holds them.
+func (c *Conn) Read() (any, error) {
+	if err := c.ensureHandshake(); err != nil {
+		return nil, err
+	}
+	return c.read()
+}
+
+func (c *Conn) read() (any, error) {
+	frames, err := c.readFrames()
+	if err != nil {
+		return nil, err
+	}
+	v, err := protocol.Decode(frames)
+	if err != nil {
+		return nil, fmt.Errorf("read from %s: %w", c.peerAddr, err)
+	}
+	return v, nil
+}
+
+// ReadFrames reads one message's frames without decoding them.
+func (c *Conn) ReadFrames() ([][]byte, error) {
+	if err := c.ensureHandshake(); err != nil {
+		return nil, err
+	}
+	return c.readFrames()
+}
+
+func (c *Conn) readFrames() ([][]byte, error) {
+	frames, err := protocol.ReadFrames(c.r, c.limits)
+	if err != nil {
+		return nil, c.ioError("read from", err)
+	}
+	return frames, nil
+}
+
+// Write encodes msg with the negotiated compression and writes it.
+func (c *Conn) Write(msg any) error {
+	if err := c.ensureHandshake(); err != nil {
+		return err
+	}
+	comp, _ := c.Negotiated()
+	frames, err := protocol.Encode(msg, &protocol.EncodeOptions{Compression: comp})
+	if err != nil {
+		return fmt.Errorf("write to %s: %w", c.peerAddr, err)
+	}
+	return c.writeFrames(frames)
+}
+
+// WriteFrames writes one message made of frames.
+func (c *Conn) WriteFrames(frames [][]byte) error {
+	if err := c.ensureHandshake(); err != nil {
+		return err
+	}
+	return c.writeFrames(frames)
+}
+
+// writeFrames closes the connection on failure: after a partial write the
+// peer's reader is out of step and the stream cannot be used again.
+func (c *Conn) writeFrames(frames [][]byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.closed.Load() {
+		return fmt.Errorf("write to %s: %w", c.peerAddr, ErrClosed)
+	}
+	if err := protocol.WriteFrames(c.nc, frames); err != nil {
+		c.Close()
+		return c.ioError("write to", err)
+	}
+	return nil
+}
+
+// ioError wraps err with the peer address, mapping "closed" conditions onto
+// ErrClosed: our own Close (net.ErrClosed, io.ErrClosedPipe) and the peer's
+// clean close between messages (io.EOF). A close in the middle of a message
+// stays io.ErrUnexpectedEOF: that is a truncated frame.
+func (c *Conn) ioError(what string, err error) error {
+	switch {
+	case c.closed.Load() || errors.Is(err, net.ErrClosed) || errors.Is(err, io.ErrClosedPipe):
+		return fmt.Errorf("%s %s: %w", what, c.peerAddr, ErrClosed)
+	case errors.Is(err, io.EOF):
+		return fmt.Errorf("%s %s: %w (peer hung up: %w)", what, c.peerAddr, ErrClosed, err)
+	}
+	return fmt.Errorf("%s %s: %w", what, c.peerAddr, err)
+}
+
+// Close closes the connection. It is idempotent and unblocks Read/Write.
+func (c *Conn) Close() error {
+	var err error
+	c.closeOnce.Do(func() {
+		c.closed.Store(true)
+		err = c.nc.Close()
+	})
+	return err
+}
+
+// Closed reports whether Close has been called (by us, or after a failed write).
+func (c *Conn) Closed() bool { return c.closed.Load() }
+
+// SetDeadline, SetReadDeadline and SetWriteDeadline are net.Conn's.
+func (c *Conn) SetDeadline(t time.Time) error      { return c.nc.SetDeadline(t) }
+func (c *Conn) SetReadDeadline(t time.Time) error  { return c.nc.SetReadDeadline(t) }
+func (c *Conn) SetWriteDeadline(t time.Time) error { return c.nc.SetWriteDeadline(t) }
+
+// Call is distributed's send_recv: write msg (a request dict with "op"),
+// read exactly one reply, and turn an "uncaught-error" reply into a
+// *RemoteError. ctx aborts the exchange; a connection aborted mid-exchange is
+// closed, since the late reply would be taken for the next one.
+func (c *Conn) Call(ctx context.Context, msg any) (any, error) {
+	if err := c.ensureHandshake(); err != nil {
+		return nil, err
+	}
+	stop := c.abortOn(ctx)
+	reply, err := c.call(msg)
+	if stop() {
+		c.Close()
+		_ = c.nc.SetDeadline(time.Time{})
+		if err != nil {
+			return nil, fmt.Errorf("call %s on %s: %w (%w)", opOf(msg), c.peerAddr, ctx.Err(), err)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("call %s: %w", opOf(msg), err)
+	}
+	return reply, nil
+}
+
+func (c *Conn) call(msg any) (any, error) {
+	if err := c.Write(msg); err != nil {
+		return nil, err
+	}
+	reply, err := c.read()
+	if err != nil {
+		return nil, err
+	}
+	if rerr := AsRemoteError(reply); rerr != nil {
+		rerr.Op = opOf(msg)
+		return reply, rerr
+	}
+	return reply, nil
+}
+
+func opOf(msg any) string {
+	var op any
+	switch m := msg.(type) {
+	case *protocol.Map:
+		op = m.Get("op")
+	case map[string]any:
+		op = m["op"]
+	}
+	if s, ok := op.(string); ok {
+		return s
+	}
+	return "?"
+}

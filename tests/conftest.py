@@ -1,0 +1,91 @@
+"""Shared pytest fixtures: the Go scheduler binary, started for one test.
+
+The binary is bin/dask-go-scheduler, built by scripts/setup.sh; if it is
+missing it is built here, and a failed build fails the test loudly. Each
+process is started as a direct child and stopped by its own PID at teardown,
+also when the test fails.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from cluster import python_env
+
+ROOT = Path(__file__).resolve().parent.parent
+SCHEDULER_BINARY = ROOT / "bin" / "dask-go-scheduler"
+PYTHON = sys.executable
+
+
+def ensure_scheduler_binary() -> Path:
+    if not SCHEDULER_BINARY.exists():
+        build = subprocess.run(
+            ["go", "build", "-o", str(SCHEDULER_BINARY), "./cmd/dask-go-scheduler"],
+            cwd=ROOT, capture_output=True, text=True,
+        )
+        if build.returncode != 0:
+            pytest.fail(f"go build ./cmd/dask-go-scheduler failed:\n{build.stdout}{build.stderr}",
+                        pytrace=False)
+    return SCHEDULER_BINARY
+
+
+def stop_process(proc: subprocess.Popen, grace: float = 10.0) -> None:
+    """Stop exactly this child: SIGTERM, then SIGKILL after grace seconds."""
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
+
+
+@dataclass
+class RunningScheduler:
+    address: str
+    proc: subprocess.Popen
+    scheduler_file: Path
+    log_path: Path
+
+    def logs(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+@pytest.fixture
+def go_scheduler(tmp_path):
+    """The Go scheduler on 127.0.0.1 with a free port (--port 0); yields a
+    RunningScheduler whose address comes from the scheduler file."""
+    binary = ensure_scheduler_binary()
+    scheduler_file = tmp_path / "scheduler.json"
+    log_path = tmp_path / "scheduler.log"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            [str(binary), "--host", "127.0.0.1", "--port", "0",
+             "--scheduler-file", str(scheduler_file), "--log-level", "debug"],
+            stdout=log, stderr=subprocess.STDOUT, env=python_env(),
+        )
+    try:
+        deadline = time.monotonic() + 30
+        address = None
+        while address is None:
+            if proc.poll() is not None:
+                pytest.fail(f"dask-go-scheduler exited with {proc.returncode}:\n"
+                            f"{log_path.read_text(errors='replace')}", pytrace=False)
+            if time.monotonic() > deadline:
+                pytest.fail("dask-go-scheduler wrote no scheduler file within 30 s", pytrace=False)
+            try:
+                address = json.loads(scheduler_file.read_text())["address"]
+            except (OSError, ValueError, KeyError):
+                time.sleep(0.05)
+        yield RunningScheduler(address, proc, scheduler_file, log_path)
+    finally:
+        stop_process(proc)
