@@ -69,6 +69,10 @@ type RemoveWorker struct {
 	Worker   string
 	Expected bool
 	Reason   string
+	// Close: also send the worker {"op":"close"} and list it in
+	// Outbox.Disconnect (distributed's remove_worker(close=True)). Leave it
+	// false when the stream is already gone.
+	Close bool
 }
 
 // WorkerHeartbeat is the heartbeat_worker RPC.
@@ -122,9 +126,10 @@ type AddKeys struct {
 // LongRunning: the task seceded from the worker's thread pool.
 type LongRunning struct {
 	Base
-	Worker          string
-	Key             protocol.Key
-	RunID           int64
+	Worker string
+	Key    protocol.Key
+	RunID  int64
+	// ComputeDuration is in seconds; negative means the worker sent None.
 	ComputeDuration float64
 }
 
@@ -274,6 +279,12 @@ type Outbox struct {
 	Clients map[string][]*protocol.Map
 	Helper  []HelperRequest
 	Replies []Reply
+	// Disconnect lists workers whose streams the outer ring must close
+	// after sending their messages (worker-ttl, RemoveWorker.Close).
+	Disconnect []string
+	// Logs is what the engine wants logged (bad peer input, lost data);
+	// the engine itself never logs.
+	Logs []LogEntry
 }
 
 // ToWorker appends a stream message for the worker at addr.

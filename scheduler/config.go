@@ -1,0 +1,185 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"daskgo/protocol"
+)
+
+// Config holds the knobs of distributed.scheduler.* that shape the engine's
+// decisions. It is a plain struct filled by cmd/ (viper lives there); zero
+// fields get dask's defaults in Validate.
+type Config struct {
+	// AllowedFailures: a task errs with KilledWorker once more than this many
+	// workers died while running it (distributed.scheduler.allowed-failures).
+	AllowedFailures int
+	// WorkerSaturation: queue slots per thread for root-ish tasks;
+	// math.Inf(1) turns queuing off (distributed.scheduler.worker-saturation).
+	WorkerSaturation float64
+	// RootishTaskgroup and RootishTaskgroupDependencies bound the dependency
+	// groups a root-ish task group may have (is_rootish).
+	RootishTaskgroup             int
+	RootishTaskgroupDependencies int
+	// WorkerTTL: workers silent longer than max(WorkerTTL, 10 heartbeat
+	// intervals) are removed on Tick. Negative disables the check.
+	WorkerTTL time.Duration
+	// UnknownTaskDuration is the duration estimate of never-measured prefixes.
+	UnknownTaskDuration time.Duration
+	// Bandwidth (bytes/s) prices missing dependencies until heartbeats report.
+	Bandwidth float64
+	// DefaultDataSize is the nbytes of tasks never measured.
+	DefaultDataSize int64
+	// ValidateInvariants checks every invariant after every Handle and panics with the
+	// task's story on a broken one (dask's validate flag). Tests turn it on.
+	ValidateInvariants bool
+	// TransitionLogSize bounds the transition log (default 100000, dask's
+	// transition-log-length).
+	TransitionLogSize int
+
+	// Identity of the scheduler, for identity/scheduler_info replies.
+	SchedulerAddress string
+	SchedulerID      string
+	StartedAt        time.Time
+	Services         *protocol.Map
+
+	allowedFailuresSet bool // AllowedFailures == 0 was meant (ExactAllowedFailures)
+}
+
+// DefaultConfig returns dask's defaults.
+func DefaultConfig() Config {
+	c := Config{}
+	_ = c.Validate()
+	return c
+}
+
+// Validate fills defaults and rejects contradictions.
+func (c *Config) Validate() error {
+	if c.AllowedFailures < 0 {
+		return fmt.Errorf("scheduler config: allowed-failures %d < 0", c.AllowedFailures)
+	}
+	if c.AllowedFailures == 0 && !c.allowedFailuresSet {
+		c.AllowedFailures = 3
+	}
+	if c.WorkerSaturation == 0 {
+		c.WorkerSaturation = 1.1
+	}
+	if math.IsNaN(c.WorkerSaturation) || c.WorkerSaturation < 0 {
+		return fmt.Errorf("scheduler config: worker-saturation must be > 0, got %v", c.WorkerSaturation)
+	}
+	if c.RootishTaskgroup == 0 {
+		c.RootishTaskgroup = 5
+	}
+	if c.RootishTaskgroupDependencies == 0 {
+		c.RootishTaskgroupDependencies = 5
+	}
+	if c.WorkerTTL == 0 {
+		c.WorkerTTL = 5 * time.Minute
+	}
+	if c.UnknownTaskDuration <= 0 {
+		c.UnknownTaskDuration = 500 * time.Millisecond
+	}
+	if c.Bandwidth <= 0 {
+		c.Bandwidth = 100e6
+	}
+	if c.DefaultDataSize <= 0 {
+		c.DefaultDataSize = 1024
+	}
+	if c.TransitionLogSize <= 0 {
+		c.TransitionLogSize = 100000
+	}
+	if c.SchedulerID == "" {
+		c.SchedulerID = "Scheduler-go"
+	}
+	return nil
+}
+
+// ExactAllowedFailures marks AllowedFailures as set on purpose, so that 0
+// (KilledWorker on the first death) survives Validate.
+func (c *Config) ExactAllowedFailures(n int) {
+	c.AllowedFailures = n
+	c.allowedFailuresSet = true
+}
+
+// ErrBadTimedelta is returned by ParseTimedelta for unparsable input.
+var ErrBadTimedelta = errors.New("scheduler: bad timedelta")
+
+var timedeltaSizes = func() map[string]float64 {
+	m := map[string]float64{"s": 1, "ms": 1e-3, "us": 1e-6, "ns": 1e-9, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+	long := map[string]float64{"second": 1, "minute": 60, "hour": 3600, "day": 86400, "week": 7 * 86400,
+		"millisecond": 1e-3, "microsecond": 1e-6, "nanosecond": 1e-9}
+	for k, v := range long {
+		m[k] = v
+		m[k+"s"] = v
+	}
+	for k, v := range m {
+		m[strings.ToUpper(k)] = v
+	}
+	return m
+}()
+
+// ParseTimedelta mirrors dask.utils.parse_timedelta for the values a client
+// sends as fifo_timeout: "100 ms", "60s", 0.5, 3 (seconds by default).
+func ParseTimedelta(v any) (float64, error) {
+	var s string
+	switch x := v.(type) {
+	case nil:
+		return 0, nil
+	case int64:
+		return float64(x), nil
+	case float64:
+		return x, nil
+	case string:
+		s = x
+	default:
+		return 0, fmt.Errorf("%w: %s", ErrBadTimedelta, protocol.String(v))
+	}
+	s = strings.ReplaceAll(s, " ", "")
+	if s == "" {
+		return 0, fmt.Errorf("%w: empty", ErrBadTimedelta)
+	}
+	if s[0] < '0' || s[0] > '9' {
+		s = "1" + s
+	}
+	i := len(s)
+	for i > 0 && isASCIILetter(s[i-1]) {
+		i--
+	}
+	suffix := s[i:]
+	if suffix == "" {
+		suffix = "seconds"
+	}
+	n, err := strconv.ParseFloat(s[:i], 64)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %q", ErrBadTimedelta, s)
+	}
+	mult, ok := timedeltaSizes[suffix]
+	if !ok {
+		mult, ok = timedeltaSizes[strings.ToLower(suffix)]
+	}
+	if !ok {
+		return 0, fmt.Errorf("%w: unit %q", ErrBadTimedelta, suffix)
+	}
+	return n * mult, nil
+}
+
+func isASCIILetter(c byte) bool { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') }
+
+// heartbeatInterval mirrors distributed.scheduler.heartbeat_interval: the
+// interval (s) we want worker heartbeats at, given n workers.
+func heartbeatInterval(n int) float64 {
+	switch {
+	case n <= 10:
+		return 0.5
+	case n < 50:
+		return 1
+	case n < 200:
+		return 2
+	default:
+		return float64(n)/200 + 1
+	}
+}

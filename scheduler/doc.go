@@ -1,0 +1,69 @@
+// Package scheduler is the engine of the Go dask scheduler: distributed's
+// SchedulerState rewritten as a pure, synchronous state machine.
+//
+// # Role
+//
+// The engine decides: which task runs where, what every worker and client
+// must be told, what is forgotten. It never touches a socket, a clock, a
+// goroutine, global randomness or viper. The outer ring (scheduler/server)
+// decodes wire messages into the stimuli of api.go, calls State.Handle on a
+// single goroutine, and sends the returned Outbox. Time enters only as
+// Base.At; time-based rules run on Tick.
+//
+// # Data flow
+//
+//	worker / client streams, RPCs, timers        materializer helper
+//	             |                                  ^        |
+//	             v                                  |        v
+//	  +--------------------+  Stimulus   +----------------------------+
+//	  | outer ring (server)| ----------> | State.Handle               |
+//	  |  sockets, clocks,  |             |  dispatch -> stimulus_*    |
+//	  |  helper process    | <---------- |  recommendations loop      |
+//	  +--------------------+   Outbox    |   (transition table)       |
+//	    Workers / Clients msgs,          |  placement policies        |
+//	    Helper requests, Replies,        |  validate (tests)          |
+//	    Disconnect, Logs                 +----------------------------+
+//
+// update-graph is two stimuli: UpdateGraph emits a HelperRequest and holds
+// that client's later stream stimuli; GraphMaterialized applies the graph
+// (Scheduler.update_graph after materialization) and replays what was held,
+// in order.
+//
+// # Structure
+//
+// One function per transition pair, named after distributed's
+// (transitionWaitingProcessing mirrors _transition_waiting_processing), in
+// transitionTable keyed by (from, to); pairs not in the table go through
+// released, exactly as SchedulerState._transition does. Transitions write
+// their recommendations into State.recs, which behaves like distributed's
+// recommendations dict (insertion order, in-place updates, LIFO pop), and
+// their messages straight into the Outbox, so per-peer order is the order
+// distributed would send. Placement lives in policy_*.go (root-ish queuing,
+// decide_worker); queuing uses an indexed heap, so each decision and each
+// removal from the queue is O(log n).
+//
+// # Invariants (checked after every Handle when Config.ValidateInvariants)
+//
+//   - dependencies/dependents, who_has/has_what, who_wants/wants_what are
+//     symmetric; waiting_on ⊆ dependencies, waiters ⊆ dependents.
+//   - a task is processing iff processing_on is set and it is in that
+//     worker's processing set; memory iff it has a replica; queued iff it
+//     is in the queue heap; no-worker iff it is in unrunnable.
+//   - ready tasks (queued, processing, no-worker) have every dependency in
+//     memory and are waiters of each of them.
+//   - tasks are queued only when queuing is on (finite worker-saturation),
+//     they are unrestricted, and no running worker has a free slot; tasks
+//     placed by the queuing policy never exceed a worker's slot limit
+//     max(ceil(saturation*nthreads), 1).
+//   - only running workers are in running/idle/saturated sets; removed
+//     workers are in none; needs_what, prefix counts and total threads
+//     match a recount.
+//
+// A broken invariant is an engine bug: Handle panics with the task's story
+// from the bounded transition log. Bad peer input (unknown keys or workers,
+// stale run_ids, malformed annotations) is never a panic: it is ignored as
+// distributed ignores it, and reported in Outbox.Logs.
+//
+// Everything iterated to produce output is insertion-ordered (oset, recs),
+// so the same stimuli always produce byte-identical outboxes.
+package scheduler

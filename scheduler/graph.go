@@ -1,0 +1,331 @@
+package scheduler
+
+import (
+	"sort"
+	"time"
+
+	"daskgo/protocol"
+)
+
+// Graph submission: update-graph goes to the materializer helper; its
+// answer (GraphMaterialized) is applied as Scheduler.update_graph does after
+// materialization (dask-protocol.md §3.2 steps 5-10). While a client's graph
+// is in the helper, its later stream stimuli are held, so that e.g. a
+// client-releases-keys never overtakes the graph that creates the keys.
+
+// pendingGraph is an update-graph waiting for the materializer.
+type pendingGraph struct {
+	id     int64
+	client string
+	msg    *protocol.Map
+	keys   []protocol.Key
+	start  time.Time
+}
+
+// PendingGraphs is the number of update-graphs in the materializer.
+func (s *State) PendingGraphs() int { return len(s.pending) }
+
+func (s *State) handleUpdateGraph(x *UpdateGraph) {
+	keys, err := protocol.KeysOf(x.Msg.Get("keys"))
+	if err != nil {
+		s.logf(LogError, "", "", x.Client, "update-graph with malformed keys dropped: %v", err)
+		return
+	}
+	s.helperIDs++
+	p := &pendingGraph{id: s.helperIDs, client: x.Client, msg: x.Msg, keys: keys, start: x.At}
+	s.pending[x.Client] = p
+	s.out.Helper = append(s.out.Helper, HelperRequest{ID: p.id, Client: x.Client, Msg: x.Msg})
+}
+
+func (s *State) handleGraphMaterialized(x *GraphMaterialized) {
+	p := s.pending[x.Client]
+	if p == nil || p.id != x.RequestID {
+		s.logf(LogWarn, "", "", x.Client, "graph materialized for unknown request %d ignored", x.RequestID)
+		return
+	}
+	delete(s.pending, x.Client)
+	if x.Err != nil {
+		for _, k := range p.keys {
+			s.report(msgTaskErred(k, x.Err.Exception, x.Err.Traceback), s.tasks[k], x.Client)
+		}
+	} else {
+		s.applyGraph(p, x.Tasks)
+	}
+	s.drainHeld(x.Client)
+}
+
+// drainHeld replays the client's held stimuli in order until one of them
+// sends another graph to the helper.
+func (s *State) drainHeld(client string) {
+	for len(s.held[client]) > 0 && s.pending[client] == nil {
+		st := s.held[client][0]
+		s.held[client] = s.held[client][1:]
+		b := st.base()
+		s.now, s.stimulusID = b.At, b.ID
+		s.dispatch(st)
+	}
+	if len(s.held[client]) == 0 {
+		delete(s.held, client)
+	}
+}
+
+// graphIndex is a materialized graph indexed by key. Per-entry slices
+// (seen, touched, tasks) replace per-key maps: with 100k-task graphs every
+// avoided hash lookup counts.
+type graphIndex struct {
+	tasks []GraphTask
+	pos   map[protocol.Key]int32
+	ts    []*TaskState // the TaskState of each entry once generated
+}
+
+func newGraphIndex(tasks []GraphTask) *graphIndex {
+	g := &graphIndex{tasks: tasks, pos: make(map[protocol.Key]int32, len(tasks)), ts: make([]*TaskState, len(tasks))}
+	for i := range tasks {
+		g.pos[tasks[i].Key] = int32(i)
+	}
+	return g
+}
+
+func (g *graphIndex) lookup(k protocol.Key) (int32, bool) {
+	i, ok := g.pos[k]
+	return i, ok
+}
+
+// applyGraph is update_graph after materialization.
+func (s *State) applyGraph(p *pendingGraph, tasks []GraphTask) {
+	g := newGraphIndex(tasks)
+	if s.hasLostDependencies(g, p.keys) {
+		s.report(protocol.NewMap("op", "cancelled-keys", "keys", protocol.Set(keysAny(p.keys)),
+			"reason", "lost dependencies", "msg", nil), nil, p.client)
+		s.clientReleasesKeys(p.keys, p.client)
+		return
+	}
+	s.graphEpoch++
+	wanted, touched, fresh := s.generateTaskStates(p.keys, g)
+	for _, i := range fresh {
+		s.applyAnnotations(g.ts[i], &g.tasks[i])
+	}
+	s.setPriorities(p, g)
+	s.clientDesiresTasks(wanted, p.client)
+	s.markActors(p)
+
+	var released []*TaskState
+	s.graphEpoch++ // reuse the mark for "already listed"
+	for _, ts := range wanted {
+		if ts.state == StatusReleased && ts.epoch != s.graphEpoch {
+			ts.epoch = s.graphEpoch
+			released = append(released, ts)
+		}
+	}
+	sort.SliceStable(released, func(i, j int) bool { return released[j].priority.less(released[i].priority) })
+	for _, ts := range released {
+		s.recommend(ts, StatusWaiting)
+	}
+	for _, ts := range touched {
+		for _, dts := range ts.dependencies.Items() {
+			if dts.exceptionBlame != nil {
+				ts.exceptionBlame = dts.exceptionBlame
+				s.recommend(ts, StatusErred)
+				break
+			}
+		}
+	}
+	s.runTransitions()
+	for _, ts := range touched {
+		if ts.state == StatusMemory || ts.state == StatusErred {
+			s.reportOnKey(ts, p.client)
+		}
+	}
+}
+
+func keysAny(ks []protocol.Key) []any {
+	out := make([]any, len(ks))
+	for i, k := range ks {
+		out[i] = k
+	}
+	return out
+}
+
+// hasLostDependencies mirrors Scheduler._find_lost_dependencies: a key
+// reachable from keys that is neither in the graph nor known.
+func (s *State) hasLostDependencies(g *graphIndex, keys []protocol.Key) bool {
+	seen := make([]bool, len(g.tasks))
+	work := append([]protocol.Key(nil), keys...)
+	for len(work) > 0 {
+		d := work[len(work)-1]
+		work = work[:len(work)-1]
+		i, ok := g.lookup(d)
+		if !ok {
+			if s.tasks[d] == nil {
+				return true
+			}
+			continue
+		}
+		if !seen[i] {
+			seen[i] = true
+			work = append(work, g.tasks[i].Deps...)
+		}
+	}
+	return false
+}
+
+// generateTaskStates mirrors SchedulerState._generate_taskstates: get or
+// create the tasks reachable from keys, then wire dependency edges. It
+// returns the requested tasks, every touched task, and the graph entries
+// that created new tasks.
+func (s *State) generateTaskStates(keys []protocol.Key, g *graphIndex) (wanted, touched []*TaskState, fresh []int32) {
+	stack := append([]protocol.Key(nil), keys...)
+	nkeys := len(stack)
+	collisions := map[protocol.Key]bool{}
+	for len(stack) > 0 {
+		k := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		requested := len(stack) < nkeys // popped from the initial keys
+		if requested {
+			nkeys--
+		}
+		i, inGraph := g.lookup(k)
+		var spec *GraphTask
+		ts := s.tasks[k]
+		if inGraph {
+			spec = &g.tasks[i]
+		}
+		switch {
+		case ts == nil && spec == nil:
+			continue // unreachable: lost dependencies were checked
+		case ts == nil:
+			ts = s.newTask(k, spec, StatusReleased)
+			fresh = append(fresh, i)
+		case ts.epoch == s.graphEpoch:
+			if requested {
+				wanted = append(wanted, ts)
+			}
+			continue
+		case ts.runSpec == nil && spec != nil:
+			ts.setSpec(spec)
+		case spec != nil && !sameDeps(ts, spec):
+			collisions[k] = true
+			s.logf(LogWarn, k, "", "", "different run_spec for key %s between two update_graph calls; keeping the first", k)
+		}
+		if inGraph {
+			g.ts[i] = ts
+		}
+		ts.epoch = s.graphEpoch
+		touched = append(touched, ts)
+		if requested {
+			wanted = append(wanted, ts)
+		}
+		if spec != nil {
+			stack = append(stack, spec.Deps...)
+		}
+	}
+	for i := range g.tasks { // graph order, not map order: deterministic edges
+		spec := &g.tasks[i]
+		ts := g.ts[i]
+		if ts == nil || collisions[spec.Key] {
+			continue
+		}
+		for _, d := range spec.Deps {
+			var dts *TaskState
+			if j, ok := g.lookup(d); ok && g.ts[j] != nil {
+				dts = g.ts[j]
+			} else {
+				dts = s.tasks[d]
+			}
+			if dts == nil {
+				s.logf(LogWarn, spec.Key, "", "", "dependency %s of %s is unknown; edge dropped", d, spec.Key)
+				continue
+			}
+			if dts == ts {
+				s.logf(LogWarn, spec.Key, "", "", "task %s depends on itself; edge dropped", spec.Key)
+				continue
+			}
+			ts.addDependency(dts)
+		}
+	}
+	return wanted, touched, fresh
+}
+
+func sameDeps(ts *TaskState, spec *GraphTask) bool {
+	want := map[protocol.Key]bool{}
+	for _, d := range spec.Deps {
+		want[d] = true
+	}
+	if len(want) != ts.dependencies.Len() {
+		return false
+	}
+	for _, dts := range ts.dependencies.Items() {
+		if !want[dts.Key] {
+			return false
+		}
+	}
+	return true
+}
+
+// setPriorities mirrors SchedulerState._set_priorities.
+func (s *State) setPriorities(p *pendingGraph, g *graphIndex) {
+	fifo, err := ParseTimedelta(p.msg.Get("fifo_timeout"))
+	if err != nil {
+		s.logf(LogWarn, "", "", p.client, "update-graph fifo_timeout: %v; using 0", err)
+		fifo = 0
+	}
+	start := float64(p.start.UnixNano()) / 1e9
+	var generation float64
+	sts := s.submittingTask(p.msg.Get("submitting_task"))
+	switch {
+	case sts != nil && sts.hasPriority:
+		generation = sts.priority[0] - 0.01
+	case p.msg.Get("submitting_task") != nil:
+		generation = s.generation // super-task already cleaned up
+	case s.lastTime+fifo < start:
+		s.generation++
+		generation = s.generation
+		s.lastTime = start
+	default:
+		generation = s.generation
+	}
+	userPrio, _ := toFloat(p.msg.Get("user_priority"))
+	for i, ts := range g.ts { // the touched tasks that are in the graph
+		gt := &g.tasks[i]
+		if ts == nil || ts.hasPriority {
+			continue
+		}
+		prio := userPrio
+		if ts.annotations != nil {
+			if v, ok := toFloat(ts.annotations.Get("priority")); ok {
+				prio = v
+			}
+		}
+		ts.setPriority(priority{-prio, generation, float64(gt.Order)})
+	}
+}
+
+func (s *State) submittingTask(v any) *TaskState {
+	if v == nil {
+		return nil
+	}
+	k, err := protocol.KeyOf(v)
+	if err != nil {
+		return nil
+	}
+	return s.tasks[k]
+}
+
+// markActors applies update-graph's actors field: true = every requested
+// key, or a list of keys.
+func (s *State) markActors(p *pendingGraph) {
+	var keys []protocol.Key
+	switch v := p.msg.Get("actors").(type) {
+	case bool:
+		if v {
+			keys = p.keys
+		}
+	case []any, protocol.Set:
+		keys, _ = protocol.KeysOf(v)
+	}
+	for _, k := range keys {
+		if ts := s.tasks[k]; ts != nil {
+			ts.actor = true
+		}
+	}
+}

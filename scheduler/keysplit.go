@@ -1,0 +1,151 @@
+package scheduler
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"daskgo/protocol"
+)
+
+// keySplit mirrors dask.utils.key_split: the prefix name of a key, used for
+// duration estimates (TaskPrefix). Tuples split their first element; a
+// non-string key is "Other".
+func keySplit(k protocol.Key) string {
+	return keySplitValue(k.Value())
+}
+
+func keySplitValue(v any) string {
+	switch x := v.(type) {
+	case []any:
+		if len(x) == 0 {
+			return "Other"
+		}
+		return keySplitValue(x[0])
+	case []byte:
+		return keySplitString(string(x))
+	case string:
+		return keySplitString(x)
+	default:
+		return "Other"
+	}
+}
+
+func keySplitString(s string) string {
+	words := strings.Split(s, "-")
+	first, _ := utf8.DecodeRuneInString(words[0])
+	if words[0] == "" {
+		return "Other" // words[0][0] raises IndexError in Python
+	}
+	var result string
+	if !unicode.IsLetter(first) {
+		result = strings.Trim(strings.SplitN(words[0], ",", 2)[0], "_'()\"")
+	} else {
+		result = words[0]
+	}
+	for _, w := range words[1:] {
+		// dask's hex test is hex_pattern.match: a prefix match of [a-f]+, so
+		// any 8-letter word starting with a-f stops the prefix.
+		if isAlpha(w) && !(len(w) == 8 && w[0] >= 'a' && w[0] <= 'f') {
+			result += "-" + w
+		} else {
+			break
+		}
+	}
+	if len(result) == 32 && isLowerHex(result) {
+		return "data"
+	}
+	if result == "" {
+		return "Other" // result[0] raises IndexError in Python
+	}
+	if result[0] == '<' {
+		return lastDotted(result)
+	}
+	return result
+}
+
+// keyValue decodes a key for key_split; plain str keys (nearly all of
+// them) are sliced out of the msgpack without a decode.
+func keyValue(k protocol.Key) any {
+	if len(k) > 0 {
+		c := k[0]
+		switch {
+		case c >= 0xa0 && c <= 0xbf && len(k) == 1+int(c-0xa0):
+			return string(k[1:])
+		case c == 0xd9 && len(k) >= 2 && len(k) == 2+int(k[1]):
+			return string(k[2:])
+		}
+	}
+	return k.Value()
+}
+
+// keySplitGroup mirrors distributed.utils.key_split_group: the TaskGroup
+// name. A tuple key's group is its first element verbatim.
+func keySplitGroup(k protocol.Key) string { return keySplitGroupValue(k.Value()) }
+
+func keySplitGroupValue(v any) string {
+	switch x := v.(type) {
+	case []any:
+		if len(x) == 0 {
+			return "Other"
+		}
+		if s, ok := x[0].(string); ok {
+			return s
+		}
+		return protocol.String(x[0])
+	case []byte:
+		return keySplitGroupString(string(x))
+	case string:
+		return keySplitGroupString(x)
+	default:
+		return "Other"
+	}
+}
+
+func keySplitGroupString(x string) string {
+	switch {
+	case x == "":
+		return "Other"
+	case x[0] == '(':
+		return strings.Trim(strings.SplitN(x, ",", 2)[0], "()\"'")
+	case len(x) == 32 && isLowerHex(x):
+		return "data"
+	case x[0] == '<':
+		return lastDotted(x)
+	default:
+		return keySplitString(x)
+	}
+}
+
+// lastDotted is s.strip("<>").split()[0].split(".")[-1].
+func lastDotted(s string) string {
+	f := strings.Fields(strings.Trim(s, "<>"))
+	if len(f) == 0 {
+		return "Other"
+	}
+	parts := strings.Split(f[0], ".")
+	return parts[len(parts)-1]
+}
+
+func isAlpha(w string) bool {
+	if w == "" {
+		return false
+	}
+	for _, r := range w {
+		if !unicode.IsLetter(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// isLowerHex is re.match(r"[a-f0-9]{32}", s) for a 32-byte s.
+func isLowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,95 @@
+package scheduler
+
+import (
+	"testing"
+
+	"daskgo/protocol"
+)
+
+func mustKey(t *testing.T, v any) protocol.Key {
+	t.Helper()
+	key, err := protocol.KeyOf(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key
+}
+
+// Cases from dask's doctests and dask-protocol.md §3.3 (observed keys).
+func TestKeySplit(t *testing.T) {
+	cases := []struct {
+		key  any
+		want string
+	}{
+		{"x", "x"},
+		{"x-1", "x"},
+		{"x-1-2-3", "x"},
+		{[]any{"x-2", int64(1)}, "x"},
+		{"('x-2', 1)", "x"},
+		{"('x', 1)", "x"},
+		{"hello-world-1", "hello-world"},
+		{"ae05086432ca935f6eba409a8ecd4896", "data"},
+		{"<module.submodule.myclass object at 0xdaf372", "myclass"},
+		{"x-abcdefab", "x"},
+		{"_(x)", "x"},
+		{"inc-1", "inc"},
+		{"lambda-171bd0f0a2d2a1b8b4a0e1c9d0a1b2c3", "lambda"},
+		{"finalize-hlgfinalizecompute-c1ca4e2f", "finalize-hlgfinalizecompute"},
+		{[]any{"ones_like-fc74", int64(0), int64(1)}, "ones_like"},
+		{[]any{"tk", int64(1), 2.5}, "tk"},
+		{"needs-ghost", "needs-ghost"},
+		{"sum-aggregate-finalize-abc", "sum-aggregate"},
+		{int64(5), "Other"},
+		{[]any{int64(5), "x"}, "Other"},
+		{"", "Other"},
+		{"x-gggggggg", "x-gggggggg"},
+	}
+	for _, c := range cases {
+		if got := keySplit(mustKey(t, c.key)); got != c.want {
+			t.Errorf("key_split(%v) = %q, want %q", c.key, got, c.want)
+		}
+	}
+}
+
+func TestKeySplitGroup(t *testing.T) {
+	cases := []struct {
+		key  any
+		want string
+	}{
+		{[]any{"x-2", int64(1)}, "x-2"},
+		{"('x-2', 1)", "x-2"},
+		{"ae05086432ca935f6eba409a8ecd4896", "data"},
+		{"<module.submodule.myclass object at 0xdaf372", "myclass"},
+		{"x", "x"},
+		{"x-1", "x"},
+		{[]any{"sum-daa72eb89efe7bead772bfd3c0ceb446", int64(0)}, "sum-daa72eb89efe7bead772bfd3c0ceb446"},
+		{"lambda-171bd0f0a2d2a1b8b4a0e1c9d0a1b2c3", "lambda"},
+		{int64(3), "Other"},
+	}
+	for _, c := range cases {
+		if got := keySplitGroup(mustKey(t, c.key)); got != c.want {
+			t.Errorf("key_split_group(%v) = %q, want %q", c.key, got, c.want)
+		}
+	}
+}
+
+func TestParseTimedelta(t *testing.T) {
+	cases := []struct {
+		in   any
+		want float64
+	}{
+		{"100 ms", 0.1}, {"60s", 60}, {"3.5 seconds", 3.5}, {"300ms", 0.3}, {"1 minute", 60},
+		{"ms", 0.001}, {int64(3), 3}, {0.5, 0.5}, {"2", 2}, {"1h", 3600}, {nil, 0},
+	}
+	for _, c := range cases {
+		got, err := ParseTimedelta(c.in)
+		if err != nil || got != c.want {
+			t.Errorf("ParseTimedelta(%v) = %v, %v; want %v", c.in, got, err, c.want)
+		}
+	}
+	for _, bad := range []any{"10 parsecs", "", "abc1s", true} {
+		if _, err := ParseTimedelta(bad); err == nil {
+			t.Errorf("ParseTimedelta(%v) accepted", bad)
+		}
+	}
+}

@@ -1,0 +1,225 @@
+package scheduler
+
+import (
+	"strconv"
+
+	"daskgo/protocol"
+)
+
+// Builders of every message the engine sends. Field sets and order are
+// exact: a stock worker builds dataclasses from these dicts (an extra or
+// missing field kills it) and client handlers drop messages with unknown
+// fields (dask-protocol.md §3.4, §4.1, §4.4).
+
+func msgFreeKeys(keys []protocol.Key, sid string) *protocol.Map {
+	return map3("op", "free-keys", "keys", keys, "stimulus_id", sid)
+}
+
+// map3/map2 allocate a message and its entries in one object.
+func map3(k1 string, v1 any, k2 string, v2 any, k3 string, v3 any) *protocol.Map {
+	b := &struct {
+		m  protocol.Map
+		es [3]protocol.Entry
+	}{}
+	b.es = [3]protocol.Entry{{Key: k1, Value: v1}, {Key: k2, Value: v2}, {Key: k3, Value: v3}}
+	b.m.Entries = b.es[:]
+	return &b.m
+}
+
+func map2(k1 string, v1 any, k2 string, v2 any) *protocol.Map {
+	b := &struct {
+		m  protocol.Map
+		es [2]protocol.Entry
+	}{}
+	b.es = [2]protocol.Entry{{Key: k1, Value: v1}, {Key: k2, Value: v2}}
+	b.m.Entries = b.es[:]
+	return &b.m
+}
+
+// Messages sit on hot paths (several per task), so they are built as
+// literal entry lists rather than through NewMap's variadic []any.
+func entry(k string, v any) protocol.Entry { return protocol.Entry{Key: k, Value: v} }
+
+// emptyAnnotations is compute-task's "annotations": {} for tasks without
+// any. Shared: Outbox messages are read-only once returned.
+var emptyAnnotations = &protocol.Map{}
+
+// msgFreeTask is free-keys for one task, from pre-boxed values.
+func (s *State) msgFreeTask(ts *TaskState) *protocol.Map {
+	return map3("op", "free-keys", "keys", ts.keyListAny, "stimulus_id", s.sidAny())
+}
+
+func msgKeyInMemoryTask(ts *TaskState, typ []byte) *protocol.Map {
+	if typ == nil {
+		return map2("op", "key-in-memory", "key", ts.keyAny)
+	}
+	return map3("op", "key-in-memory", "key", ts.keyAny, "type", typ)
+}
+
+// sidAny is the stimulus id boxed once per value (boxing a string
+// allocates, and every worker message carries it).
+func (s *State) sidAny() any {
+	if s.sidBoxedFor != s.stimulusID || s.sidBoxed == nil {
+		s.sidBoxedFor = s.stimulusID
+		s.sidBoxed = s.stimulusID
+	}
+	return s.sidBoxed
+}
+
+func msgRemoveReplicas(keys []protocol.Key, sid string) *protocol.Map {
+	return protocol.NewMap("op", "remove-replicas", "keys", keys, "stimulus_id", sid)
+}
+
+// msgKeyInMemory omits type when typ is nil (re-reports, scatter).
+func msgKeyInMemory(k protocol.Key, typ []byte) *protocol.Map {
+	if typ == nil {
+		return protocol.NewMap("op", "key-in-memory", "key", k)
+	}
+	return protocol.NewMap("op", "key-in-memory", "key", k, "type", typ)
+}
+
+func msgTaskErred(k protocol.Key, exc, tb any) *protocol.Map {
+	return protocol.NewMap("op", "task-erred", "key", k, "exception", exc, "traceback", tb)
+}
+
+func msgLostData(k protocol.Key) *protocol.Map {
+	return protocol.NewMap("op", "lost-data", "key", k)
+}
+
+func msgCancelledKeys(keys []protocol.Key, reason, msg any) *protocol.Map {
+	return protocol.NewMap("op", "cancelled-keys", "keys", keys, "reason", reason, "msg", msg)
+}
+
+func msgTaskRetried(k protocol.Key) *protocol.Map {
+	return protocol.NewMap("op", "task-retried", "key", k)
+}
+
+func msgRemoveWorker(addr, sid string) *protocol.Map {
+	return protocol.NewMap("op", "remove-worker", "worker", addr, "stimulus_id", sid)
+}
+
+func msgClose(reason string) *protocol.Map {
+	return protocol.NewMap("op", "close", "reason", reason)
+}
+
+// computeSIDNow is distributed's f"compute-task-{time()}", built once per
+// Handle since logical time does not move inside one.
+func (s *State) computeSIDNow() any {
+	if s.computeSID == nil || !s.computeSIDAt.Equal(s.now) {
+		s.computeSID = "compute-task-" + strconv.FormatFloat(s.unixNow(), 'f', -1, 64)
+		s.computeSIDAt = s.now
+	}
+	return s.computeSID
+}
+
+// taskToMsg mirrors SchedulerState._task_to_msg: a fresh run_id per send.
+func (s *State) taskToMsg(ts *TaskState) *protocol.Map {
+	s.runIDs++
+	ts.runID = s.runIDs
+	var whoHas map[protocol.Key][]string
+	var nbytes map[protocol.Key]int64
+	if n := ts.dependencies.Len(); n > 0 {
+		whoHas = make(map[protocol.Key][]string, n)
+		nbytes = make(map[protocol.Key]int64, n)
+		for _, dts := range ts.dependencies.Items() {
+			addrs := make([]string, 0, dts.whoHas.Len())
+			for _, ws := range dts.whoHas.Items() {
+				addrs = append(addrs, ws.Address)
+			}
+			whoHas[dts.Key] = addrs
+			nbytes[dts.Key] = dts.nbytes
+		}
+	} else {
+		// typed nil maps encode as {}: no allocation for the common root task
+		whoHas = nil
+		nbytes = nil
+	}
+	ann := ts.annotations
+	if ann == nil {
+		ann = emptyAnnotations
+	}
+	if ts.prioWire == nil {
+		ts.prioWire = ts.priority.wire()
+	}
+	b := &struct {
+		m  protocol.Map
+		es [12]protocol.Entry
+	}{}
+	es := b.es[:]
+	b.m.Entries = es
+	es[0] = entry("op", "compute-task")
+	es[1] = entry("key", ts.keyAny)
+	es[2] = entry("run_id", ts.runID)
+	es[3] = entry("priority", ts.prioWire)
+	es[4] = entry("stimulus_id", s.computeSIDNow())
+	es[5] = entry("who_has", whoHas)
+	es[6] = entry("nbytes", nbytes)
+	es[7] = entry("run_spec", ts.runSpec)
+	es[8] = entry("resource_restrictions", ts.resourcesRaw)
+	es[9] = entry("actor", ts.actor)
+	es[10] = entry("annotations", ann)
+	es[11] = entry("span_id", nil)
+	return &b.m
+}
+
+// ---- sending -----------------------------------------------------------------
+
+func (s *State) toWorker(ws *WorkerState, m *protocol.Map) {
+	s.out.ToWorker(ws.Address, m)
+}
+
+// toClient sends to a client that has a stream; distributed's report()
+// skips clients without a comm (fire-and-forget, publish pseudo-clients).
+func (s *State) toClient(cs *ClientState, m *protocol.Map) {
+	if cs.connected {
+		s.out.ToClient(cs.ID, m)
+	}
+}
+
+// report mirrors Scheduler.report(msg, ts, client): every client wanting ts
+// plus client (which may not want it yet).
+func (s *State) report(m *protocol.Map, ts *TaskState, client string) {
+	if ts != nil {
+		for _, cs := range ts.whoWants.Items() {
+			if cs.ID != client {
+				s.toClient(cs, m)
+			}
+		}
+	}
+	if client != "" {
+		if cs := s.clients[client]; cs != nil {
+			s.toClient(cs, m)
+		}
+	}
+}
+
+// reportAll sends m to every connected client.
+func (s *State) reportAll(m *protocol.Map) {
+	for _, cs := range s.clientOrder.Items() {
+		s.toClient(cs, m)
+	}
+}
+
+// taskReportMsg mirrors _task_to_report_msg.
+func taskReportMsg(ts *TaskState) *protocol.Map {
+	switch ts.state {
+	case StatusForgotten:
+		return protocol.NewMap("op", "cancelled-keys", "keys", []protocol.Key{ts.Key}, "reason", "already forgotten")
+	case StatusMemory:
+		return msgKeyInMemoryTask(ts, nil)
+	case StatusErred:
+		f := ts.exceptionBlame
+		if f == nil {
+			f = ts
+		}
+		return msgTaskErred(ts.Key, f.exception, f.traceback)
+	}
+	return nil
+}
+
+// reportOnKey mirrors Scheduler.report_on_key(ts=ts, client=client).
+func (s *State) reportOnKey(ts *TaskState, client string) {
+	if m := taskReportMsg(ts); m != nil {
+		s.report(m, ts, client)
+	}
+}

@@ -1,0 +1,107 @@
+package scheduler
+
+import (
+	"fmt"
+	"testing"
+
+	"daskgo/protocol"
+)
+
+func TestQueuingSlotLimit(t *testing.T) {
+	for _, c := range []struct {
+		sat       float64
+		perWorker int
+	}{{1.0, 2}, {1.1, 3}} {
+		t.Run(fmt.Sprint(c.sat), func(t *testing.T) {
+			s := newTestState(t, withWorkers("w1:2", "w2:2"), withSaturation(c.sat))
+			out := s.submit("c1", rootTasks("x", 100))
+			eq(t, len(computeTasksTo(out, "w1")), c.perWorker, "w1 slots")
+			eq(t, len(computeTasksTo(out, "w2")), c.perWorker, "w2 slots")
+			eq(t, s.Count(StatusQueued), 100-2*c.perWorker, "queued")
+			// one finished task opens exactly one slot, on that worker
+			ct := computeTasksTo(out, "w1")[0]
+			out = s.finish("w1", msgKey(ct))
+			eq(t, len(computeTasksTo(out, "w1")), 1, "refill")
+			eq(t, countCompute(out), 1, "only one")
+		})
+	}
+}
+
+func TestQueueLeavesInPriorityOrder(t *testing.T) {
+	s := newTestState(t, withWorkers("w1:1"), withSaturation(1.0))
+	tasks := rootTasks("x", 10)
+	for i := range tasks {
+		tasks[i].Order = int64(100 - i) // later keys are more urgent
+	}
+	out := s.submit("c1", tasks)
+	sent := msgKey(computeTasksTo(out, "w1")[0])
+	eq(t, sent, "x-9", "most urgent first")
+	var order []string
+	for i := 0; i < 9; i++ {
+		out = s.finish("w1", sent)
+		sent = msgKey(computeTasksTo(out, "w1")[0])
+		order = append(order, sent)
+	}
+	eqSlice(t, order, []string{"x-8", "x-7", "x-6", "x-5", "x-4", "x-3", "x-2", "x-1", "x-0"}, "queue order")
+}
+
+func TestUserPriorityAnnotationWins(t *testing.T) {
+	s := newTestState(t, withWorkers("w1:1"), withSaturation(1.0))
+	tasks := rootTasks("y", 6)
+	tasks[5] = annotated(tasks[5], "priority", int64(10))
+	out := s.submit("c1", tasks)
+	ct := computeTasksTo(out, "w1")[0]
+	eq(t, msgKey(ct), "y-5", "priority=10 first")
+	eq(t, ct.Get("priority").([]any)[0], any(int64(-10)), "-user_priority")
+}
+
+func TestQueueDrainsWhenWorkerJoinsOrUnpauses(t *testing.T) {
+	s := newTestState(t, withWorkers("w1:1"), withSaturation(1.0))
+	s.submit("c1", rootTasks("z", 20))
+	eq(t, s.Count(StatusQueued), 19, "queued")
+	out := s.addWorker("w2", 2)
+	eq(t, len(computeTasksTo(out, "w2")), 2, "new worker fills its slots")
+	s.handle(&WorkerStatusChange{Worker: addr("w2"), Status: "paused"})
+	s.handle(&WorkerStatusChange{Worker: addr("w1"), Status: "paused"})
+	for _, key := range s.Processing([]string{addr("w2")})[addr("w2")] {
+		s.finish("w2", key.String())
+	}
+	eq(t, s.Count(StatusQueued), 17, "paused workers take nothing")
+	out = s.handle(&WorkerStatusChange{Worker: addr("w2"), Status: "running"})
+	eq(t, len(computeTasksTo(out, "w2")), 2, "unpaused worker refills")
+}
+
+func TestReleasingQueuedTasks(t *testing.T) {
+	s := newTestState(t, withWorkers("w1:1"), withSaturation(1.0))
+	s.submit("c1", rootTasks("q", 5))
+	var all []protocol.Key
+	for i := 0; i < 5; i++ {
+		all = append(all, k(fmt.Sprintf("q-%d", i)))
+	}
+	out := s.handle(&ClientReleasesKeys{Client: "c1", Keys: all})
+	eq(t, s.Count(StatusQueued), 0, "queue emptied")
+	eq(t, s.NumTasks(), 0, "everything forgotten")
+	eq(t, len(msgsOp(out.Workers[addr("w1")], "free-keys")), 1, "the running one freed")
+	eq(t, countCompute(out), 0, "nothing new sent")
+}
+
+func TestNoQueuingWithInfiniteSaturation(t *testing.T) {
+	s := newTestState(t, withWorkers("w1:2", "w2:2"), withSaturation(inf))
+	out := s.submit("c1", rootTasks("x", 100))
+	eq(t, countCompute(out), 100, "everything sent")
+	eq(t, s.Count(StatusQueued), 0, "nothing queued")
+	n1, n2 := len(computeTasksTo(out, "w1")), len(computeTasksTo(out, "w2"))
+	if n1 < 40 || n2 < 40 {
+		t.Fatalf("root tasks not spread: %d/%d", n1, n2)
+	}
+}
+
+func TestDataProducerIsRootish(t *testing.T) {
+	s := newTestState(t, withWorkers("w1:4"), withSaturation(1.0))
+	tasks := []GraphTask{task("dp-1"), task("dp-2"), task("dp-3"), task("dp-4"), task("dp-5")}
+	for i := range tasks {
+		tasks[i].DataProducer = true
+	}
+	s.submit("c1", tasks)
+	eq(t, s.Count(StatusQueued), 1, "data producers are queued like root tasks")
+}

@@ -1,0 +1,248 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"daskgo/comm"
+	"daskgo/protocol"
+	"daskgo/scheduler"
+)
+
+// handlers is the RPC table (Scheduler.__init__'s self.handlers). Ops that
+// need Python objects inside the scheduler process fail with a message that
+// names the feature.
+func (s *Server) handlers() map[string]comm.Handler {
+	h := map[string]comm.Handler{
+		"identity":          s.identity,
+		"echo":              comm.Echo,
+		"register-client":   s.registerClient,
+		"register-worker":   s.registerWorker,
+		"register_nanny":    s.registerNanny,
+		"heartbeat_worker":  s.heartbeatWorker,
+		"unregister":        s.unregister,
+		"gather":            s.gather,
+		"scatter":           s.scatter,
+		"update_data":       s.updateData,
+		"who_has":           s.whoHas,
+		"has_what":          s.hasWhat,
+		"ncores":            s.ncores(false),
+		"ncores_running":    s.ncores(true),
+		"processing":        s.processing,
+		"retry":             s.retry,
+		"versions":          s.versions,
+		"broadcast":         s.broadcast,
+		"proxy":             s.proxy,
+		"terminate":         s.terminate,
+		"log_event":         ignore,
+		"add_keys":          s.addKeysRPC,
+		"subscribe_topic":   ignore,
+		"unsubscribe_topic": ignore,
+	}
+	for op, feature := range unsupportedOps {
+		h[op] = unsupported(feature)
+	}
+	return h
+}
+
+// unsupportedOps maps RPC ops to the user-facing feature they belong to.
+var unsupportedOps = map[string]string{
+	"run_function":                "run_on_scheduler (it runs Python code inside the scheduler process)",
+	"register_scheduler_plugin":   "scheduler plugins (they run Python code inside the scheduler process)",
+	"unregister_scheduler_plugin": "scheduler plugins (they run Python code inside the scheduler process)",
+	"feed":                        "Client.feed (it runs Python code inside the scheduler process)",
+	"get_runspec":                 "recreate_error_locally",
+	"get_error_cause":             "recreate_error_locally",
+	"register_worker_plugin":      "worker plugins (Client.register_plugin, upload_file)",
+	"unregister_worker_plugin":    "worker plugins",
+	"register_nanny_plugin":       "nanny plugins",
+	"unregister_nanny_plugin":     "nanny plugins",
+	"restart":                     "Client.restart",
+	"restart_workers":             "Client.restart_workers",
+	"retire_workers":              "Client.retire_workers",
+	"replicate":                   "Client.replicate",
+	"rebalance":                   "Client.rebalance",
+	"shuffle_get_or_create":       p2pMessage,
+	"shuffle_get":                 p2pMessage,
+	"shuffle_barrier":             p2pMessage,
+	"shuffle_restrict_task":       p2pMessage,
+	"performance_report":          "performance_report (the dashboard)",
+	"get_task_stream":             "the task stream (the dashboard)",
+	"profile":                     "Client.profile",
+	"dump_cluster_state_to_url":   "Client.dump_cluster_state",
+	"get_cluster_state":           "Client.dump_cluster_state",
+	"publish_put":                 "published datasets",
+	"publish_get":                 "published datasets",
+	"publish_list":                "published datasets",
+	"publish_delete":              "published datasets",
+	"variable_set":                "distributed.Variable",
+	"variable_get":                "distributed.Variable",
+	"queue_create":                "distributed.Queue",
+	"event_set":                   "distributed.Event",
+	"event_wait":                  "distributed.Event",
+	"semaphore_register":          "distributed.Semaphore and Lock",
+	"semaphore_acquire":           "distributed.Semaphore and Lock",
+}
+
+const p2pMessage = "P2P shuffle and rechunk; use the task-based method instead: " +
+	`dask.config.set({"dataframe.shuffle.method": "tasks", "array.rechunk.method": "tasks"})`
+
+func unsupported(feature string) comm.Handler {
+	return func(_ context.Context, req *comm.Request) (any, error) {
+		return nil, fmt.Errorf("%s is not supported by dask-go-scheduler yet (op %q)", feature, req.Op)
+	}
+}
+
+func ignore(context.Context, *comm.Request) (any, error) { return nil, nil }
+
+func (s *Server) identity(ctx context.Context, req *comm.Request) (any, error) {
+	n := -1
+	if v, ok := req.Args.Get("n_workers").(int64); ok {
+		n = int(v)
+	}
+	var out *protocol.Map
+	err := s.loop.query(ctx, func(st *scheduler.State) { out = st.Identity(n) })
+	return out, err
+}
+
+func (s *Server) heartbeatWorker(ctx context.Context, req *comm.Request) (any, error) {
+	f := &fields{op: req.Op, m: req.Args}
+	addr := f.str("address")
+	metrics := f.mapOf("metrics")
+	executing := map[protocol.Key]float64{}
+	for _, e := range f.mapOf("executing").Items() {
+		if k, err := protocol.KeyOf(e.Key); err == nil {
+			d, _ := e.Value.(float64)
+			executing[k] = d
+		}
+	}
+	if f.err != nil {
+		return nil, f.err
+	}
+	return s.loop.call(ctx, func(id int64) scheduler.Stimulus {
+		return &scheduler.WorkerHeartbeat{Base: base("heartbeat"), Worker: addr, Metrics: metrics,
+			Executing: executing, ReplyTo: id}
+	})
+}
+
+func (s *Server) unregister(ctx context.Context, req *comm.Request) (any, error) {
+	addr, _ := req.Args.Get("address").(string)
+	known := false
+	if err := s.loop.query(ctx, func(st *scheduler.State) { known = st.Worker(addr) != nil }); err != nil {
+		return nil, err
+	}
+	if !known {
+		return "already-removed", nil
+	}
+	st := &scheduler.RemoveWorker{Base: base("unregister"), Worker: addr, Reason: "unregister"}
+	if id, ok := req.Args.Get("stimulus_id").(string); ok && id != "" {
+		st.ID = id
+	}
+	if err := s.loop.submitWait(ctx, st); err != nil {
+		return nil, err
+	}
+	s.dropWorkerStream(addr)
+	return "OK", nil
+}
+
+func (s *Server) whoHas(ctx context.Context, req *comm.Request) (any, error) {
+	keys, err := protocol.KeysOf(req.Args.Get("keys"))
+	if err != nil {
+		return nil, fmt.Errorf("who_has: %w", err)
+	}
+	var wh map[protocol.Key][]string
+	err = s.loop.query(ctx, func(st *scheduler.State) { wh = st.WhoHas(keys) })
+	return wh, err
+}
+
+func (s *Server) hasWhat(ctx context.Context, req *comm.Request) (any, error) {
+	workers := optionalStrings(req.Args.Get("workers"))
+	var hw map[string][]protocol.Key
+	if err := s.loop.query(ctx, func(st *scheduler.State) { hw = st.HasWhat(workers) }); err != nil {
+		return nil, err
+	}
+	return workerKeyLists(hw), nil
+}
+
+func (s *Server) processing(ctx context.Context, req *comm.Request) (any, error) {
+	workers := optionalStrings(req.Args.Get("workers"))
+	var p map[string][]protocol.Key
+	if err := s.loop.query(ctx, func(st *scheduler.State) { p = st.Processing(workers) }); err != nil {
+		return nil, err
+	}
+	return workerKeyLists(p), nil
+}
+
+func (s *Server) ncores(runningOnly bool) comm.Handler {
+	return func(ctx context.Context, req *comm.Request) (any, error) {
+		workers := optionalStrings(req.Args.Get("workers"))
+		var n map[string]int64
+		err := s.loop.query(ctx, func(st *scheduler.State) { n = st.NThreads(workers, runningOnly) })
+		return n, err
+	}
+}
+
+func (s *Server) retry(ctx context.Context, req *comm.Request) (any, error) {
+	keys, err := protocol.KeysOf(req.Args.Get("keys"))
+	if err != nil {
+		return nil, fmt.Errorf("retry: %w", err)
+	}
+	client, _ := req.Args.Get("client").(string)
+	return s.loop.call(ctx, func(id int64) scheduler.Stimulus {
+		return &scheduler.Retry{Base: base("retry"), Client: client, Keys: keys, ReplyTo: id}
+	})
+}
+
+func (s *Server) versions(ctx context.Context, _ *comm.Request) (any, error) {
+	v, err := s.mat.Versions(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("versions: %w", err)
+	}
+	return v, nil
+}
+
+func (s *Server) terminate(_ context.Context, req *comm.Request) (any, error) {
+	req.Log.Info().Msg("terminate requested")
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = s.Shutdown(ctx)
+	}()
+	return nil, nil
+}
+
+// addKeysRPC is the add_keys RPC (a worker reporting replicas directly).
+func (s *Server) addKeysRPC(ctx context.Context, req *comm.Request) (any, error) {
+	keys, err := protocol.KeysOf(req.Args.Get("keys"))
+	if err != nil {
+		return nil, fmt.Errorf("add_keys: %w", err)
+	}
+	worker, _ := req.Args.Get("worker").(string)
+	err = s.loop.submitWait(ctx, &scheduler.AddKeys{Base: base("add-keys"), Worker: worker, Keys: keys})
+	return "OK", err
+}
+
+func optionalStrings(v any) []string {
+	f := &fields{op: "workers", m: protocol.NewMap("w", v)}
+	out := f.strings("w")
+	if f.err != nil {
+		return nil
+	}
+	return out
+}
+
+// workerKeyLists encodes {addr: [keys]} with addresses sorted.
+func workerKeyLists(m map[string][]protocol.Key) *protocol.Map {
+	addrs := make([]string, 0, len(m))
+	for a := range m {
+		addrs = append(addrs, a)
+	}
+	sort.Strings(addrs)
+	out := &protocol.Map{}
+	for _, a := range addrs {
+		out.Entries = append(out.Entries, protocol.Entry{Key: a, Value: m[a]})
+	}
+	return out
+}

@@ -1,0 +1,232 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"daskgo/protocol"
+	"daskgo/scheduler"
+)
+
+// loop is the one goroutine that owns the engine. Everything else talks to
+// it through events: stimuli (whose outbox it sends) and read-only queries.
+// Sending the outbox only appends to BatchedSends, so the loop never blocks
+// on a peer.
+type loop struct {
+	srv    *Server
+	state  *scheduler.State
+	events chan event
+
+	replyMu sync.Mutex
+	replies map[int64]chan any
+	nextID  atomic.Int64
+}
+
+type event struct {
+	stim  scheduler.Stimulus
+	query func(*scheduler.State)
+	done  chan struct{}
+}
+
+func newLoop(srv *Server, st *scheduler.State) *loop {
+	return &loop{srv: srv, state: st, events: make(chan event, 4096), replies: map[int64]chan any{}}
+}
+
+func (l *loop) run() {
+	for {
+		select {
+		case <-l.srv.ctx.Done():
+			return
+		case ev := <-l.events:
+			if ev.stim != nil {
+				l.handle(ev.stim)
+			}
+			if ev.query != nil {
+				ev.query(l.state)
+			}
+			if ev.done != nil {
+				close(ev.done)
+			}
+		}
+	}
+}
+
+// handle runs one stimulus through the engine and sends what it returns.
+func (l *loop) handle(st scheduler.Stimulus) {
+	out := l.state.Handle(st)
+	l.dispatch(&out)
+	if to := replyTo(st); to != 0 && !answered(&out, to) {
+		l.deliver(to, nil)
+	}
+}
+
+func (l *loop) dispatch(out *scheduler.Outbox) {
+	for addr, msgs := range out.Workers {
+		if b := l.srv.workerStream(addr); b != nil {
+			_ = b.Send(asAny(msgs)...)
+		}
+	}
+	for id, msgs := range out.Clients {
+		if b := l.srv.clientStream(id); b != nil {
+			_ = b.Send(asAny(msgs)...)
+		}
+	}
+	for _, r := range out.Replies {
+		l.deliver(r.To, r.Value)
+	}
+	for _, req := range out.Helper {
+		if err := l.srv.mat.Submit(req); err != nil {
+			// The helper is gone for good (shutdown): fail the graph now.
+			l.handle(&scheduler.GraphMaterialized{
+				Base:      scheduler.Base{ID: fmt.Sprintf("materialize-failed-%d", req.ID), At: time.Now()},
+				RequestID: req.ID, Client: req.Client,
+				Err: &scheduler.ErrorInfo{Exception: fmt.Sprintf("graph materializer unavailable: %v", err)},
+			})
+		}
+	}
+	for _, addr := range out.Disconnect {
+		l.srv.dropWorkerStream(addr)
+	}
+	for _, e := range out.Logs {
+		l.logEntry(e)
+	}
+}
+
+// logEntry writes what the engine asked to log (it never logs itself).
+func (l *loop) logEntry(e scheduler.LogEntry) {
+	ev := l.srv.log.Debug()
+	switch e.Level {
+	case scheduler.LogWarn:
+		ev = l.srv.log.Warn()
+	case scheduler.LogInfo:
+		ev = l.srv.log.Info()
+	case scheduler.LogError:
+		ev = l.srv.log.Error()
+	}
+	if e.Key != "" {
+		ev = ev.Str("key", e.Key.String())
+	}
+	if e.Worker != "" {
+		ev = ev.Str("worker", e.Worker)
+	}
+	if e.Client != "" {
+		ev = ev.Str("client", e.Client)
+	}
+	ev.Msg(e.Msg)
+}
+
+func asAny(msgs []*protocol.Map) []any {
+	out := make([]any, len(msgs))
+	for i, m := range msgs {
+		out[i] = m
+	}
+	return out
+}
+
+// submit queues a stimulus without waiting for it.
+func (l *loop) submit(st scheduler.Stimulus) {
+	select {
+	case l.events <- event{stim: st}:
+	case <-l.srv.ctx.Done():
+	}
+}
+
+// submitWait queues a stimulus and waits until the engine has handled it.
+func (l *loop) submitWait(ctx context.Context, st scheduler.Stimulus) error {
+	done := make(chan struct{})
+	select {
+	case l.events <- event{stim: st, done: done}:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-l.srv.ctx.Done():
+		return errShuttingDown
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-l.srv.ctx.Done():
+		return errShuttingDown
+	}
+}
+
+// query runs fn on the engine goroutine and waits for it.
+func (l *loop) query(ctx context.Context, fn func(*scheduler.State)) error {
+	done := make(chan struct{})
+	select {
+	case l.events <- event{query: fn, done: done}:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-l.srv.ctx.Done():
+		return errShuttingDown
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-l.srv.ctx.Done():
+		return errShuttingDown
+	}
+}
+
+// call runs a stimulus that answers an RPC (it carries ReplyTo) and returns
+// the engine's reply.
+func (l *loop) call(ctx context.Context, mk func(replyTo int64) scheduler.Stimulus) (any, error) {
+	id := l.nextID.Add(1)
+	ch := make(chan any, 1)
+	l.replyMu.Lock()
+	l.replies[id] = ch
+	l.replyMu.Unlock()
+	defer func() {
+		l.replyMu.Lock()
+		delete(l.replies, id)
+		l.replyMu.Unlock()
+	}()
+	l.submit(mk(id))
+	select {
+	case v := <-ch:
+		return v, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-l.srv.ctx.Done():
+		return nil, errShuttingDown
+	}
+}
+
+func (l *loop) deliver(to int64, v any) {
+	l.replyMu.Lock()
+	ch := l.replies[to]
+	l.replyMu.Unlock()
+	if ch != nil {
+		select {
+		case ch <- v:
+		default:
+		}
+	}
+}
+
+func replyTo(st scheduler.Stimulus) int64 {
+	switch x := st.(type) {
+	case *scheduler.WorkerHeartbeat:
+		return x.ReplyTo
+	case *scheduler.Retry:
+		return x.ReplyTo
+	case *scheduler.UpdateData:
+		return x.ReplyTo
+	}
+	return 0
+}
+
+func answered(out *scheduler.Outbox, to int64) bool {
+	for _, r := range out.Replies {
+		if r.To == to {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,219 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"daskgo/comm"
+	"daskgo/compat"
+	"daskgo/protocol"
+	"daskgo/scheduler"
+)
+
+// Config is everything the outer ring needs; cmd/dask-go-scheduler fills it
+// from flags and dask config files.
+type Config struct {
+	Listen      string // e.g. "tcp://127.0.0.1:8786"; port 0 picks a free one
+	Engine      scheduler.Config
+	Python      string // interpreter for the materializer helper
+	Compression string // distributed.comm.compression ("" or "lz4")
+	TickEvery   time.Duration
+	Logger      zerolog.Logger
+	// Dashboard is the port announced under services["dashboard"]; stock
+	// clients read it for Client.dashboard_link. Nothing listens there yet.
+	Dashboard int
+}
+
+// Server is the scheduler process: the RPC server, the streams of clients
+// and workers, the materializer helper, and the goroutine that owns the
+// engine. Lifecycle: Start, then Addr, then Shutdown.
+type Server struct {
+	cfg  Config
+	log  zerolog.Logger
+	rpc  *comm.Server
+	lis  comm.Listener
+	pool *comm.Pool
+	mat  *compat.Materializer
+	loop *loop
+
+	mu      sync.Mutex
+	workers map[string]*comm.BatchedSend
+	clients map[string]*comm.BatchedSend
+
+	ctx      context.Context
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	serveErr chan error
+	started  time.Time
+	rng      *rand.Rand
+	rngMu    sync.Mutex
+	scatters uint64 // round-robin counter of scatter_to_workers
+}
+
+// Start listens, starts the materializer and the engine loop, and serves.
+func Start(ctx context.Context, cfg Config) (*Server, error) {
+	if cfg.TickEvery == 0 {
+		cfg.TickEvery = 500 * time.Millisecond
+	}
+	s := &Server{
+		cfg:      cfg,
+		log:      cfg.Logger,
+		workers:  map[string]*comm.BatchedSend{},
+		clients:  map[string]*comm.BatchedSend{},
+		serveErr: make(chan error, 1),
+		started:  time.Now(),
+		rng:      rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1)),
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	opts := &comm.Options{Compression: cfg.Compression}
+	lis, err := comm.Listen(ctx, cfg.Listen, opts)
+	if err != nil {
+		s.cancel()
+		return nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+	}
+	s.lis = lis
+	s.pool = comm.NewPool(comm.PoolConfig{Options: &comm.Options{Compression: cfg.Compression, PickleProtocol: 4}})
+
+	results := make(chan scheduler.Stimulus, 64)
+	s.mat, err = compat.Start(ctx, compat.Config{Python: cfg.Python, Log: s.log, Results: results})
+	if err != nil {
+		lis.Close()
+		s.pool.Close()
+		s.cancel()
+		return nil, fmt.Errorf("start the graph materializer: %w", err)
+	}
+
+	ecfg := cfg.Engine
+	ecfg.SchedulerAddress = comm.ContactAddress(lis.Addr())
+	ecfg.SchedulerID = "Scheduler-" + newUUID()
+	ecfg.StartedAt = s.started
+	ecfg.Services = protocol.NewMap("dashboard", int64(cfg.Dashboard))
+	s.loop = newLoop(s, scheduler.New(ecfg))
+
+	s.rpc = &comm.Server{Handlers: s.handlers(), Options: opts, Name: "dask-go-scheduler", Logger: s.log}
+	s.goRun(s.loop.run)
+	s.goRun(func() { s.forwardResults(results) })
+	s.goRun(s.tick)
+	go func() { s.serveErr <- s.rpc.Serve(lis) }()
+	return s, nil
+}
+
+// goRun starts a goroutine owned by the server: Shutdown waits for it.
+func (s *Server) goRun(fn func()) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		fn()
+	}()
+}
+
+// Addr is the address clients and workers connect to.
+func (s *Server) Addr() string { return comm.ContactAddress(s.lis.Addr()) }
+
+// ID is the scheduler's id as identity reports it.
+func (s *Server) ID() string { return s.loop.state.Config().SchedulerID }
+
+// Started is when the scheduler started.
+func (s *Server) Started() time.Time { return s.started }
+
+// Done is closed when the server stops serving (Shutdown, terminate, or a
+// listener failure).
+func (s *Server) Done() <-chan struct{} { return s.ctx.Done() }
+
+// Shutdown tells workers to close (as distributed's Scheduler.close does),
+// closes client streams, stops serving and waits for every goroutine.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	for addr, b := range s.workers {
+		_ = b.Send(protocol.NewMap("op", "close", "reason", "scheduler-close"))
+		_ = b.Close(ctx)
+		delete(s.workers, addr)
+	}
+	for id, b := range s.clients {
+		_ = b.Send(protocol.NewMap("op", "stream-closed"))
+		_ = b.Close(ctx)
+		delete(s.clients, id)
+	}
+	s.mu.Unlock()
+	s.cancel()
+	err := s.rpc.Shutdown(ctx)
+	if errors.Is(err, comm.ErrServerClosed) {
+		err = nil
+	}
+	s.mat.Close()
+	s.pool.Close()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return fmt.Errorf("shutdown: %w", ctx.Err())
+	}
+	return err
+}
+
+// tick feeds the engine its clock so time-based rules (worker-ttl) run.
+func (s *Server) tick() {
+	t := time.NewTicker(s.cfg.TickEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case now := <-t.C:
+			s.loop.submit(&scheduler.Tick{Base: scheduler.Base{ID: fmt.Sprintf("tick-%d", now.UnixNano()), At: now}})
+		}
+	}
+}
+
+// forwardResults passes materializer results to the engine, turning graphs
+// that need features we lack into a clear error for the client.
+func (s *Server) forwardResults(results <-chan scheduler.Stimulus) {
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case st := <-results:
+			if gm, ok := st.(*scheduler.GraphMaterialized); ok {
+				rejectUnsupportedGraph(gm)
+			}
+			s.loop.submit(st)
+		}
+	}
+}
+
+// streamFor returns the batched stream of a worker or client, or nil.
+func (s *Server) workerStream(addr string) *comm.BatchedSend {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.workers[addr]
+}
+
+func (s *Server) clientStream(id string) *comm.BatchedSend {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.clients[id]
+}
+
+func newUUID() string {
+	var b [16]byte
+	for i := range b {
+		b[i] = byte(rand.Uint32())
+	}
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// Identity is Scheduler.identity() now; the scheduler file holds it.
+func (s *Server) Identity(ctx context.Context) (*protocol.Map, error) {
+	var out *protocol.Map
+	err := s.loop.query(ctx, func(st *scheduler.State) { out = st.Identity(-1) })
+	return out, err
+}

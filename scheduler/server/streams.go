@@ -1,0 +1,260 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"daskgo/comm"
+	"daskgo/protocol"
+	"daskgo/scheduler"
+)
+
+var errShuttingDown = errors.New("scheduler is shutting down")
+
+// registerClient is Scheduler.add_client: stream-start alone in its own
+// batch (the client asserts it), then the client's batched stream.
+func (s *Server) registerClient(ctx context.Context, req *comm.Request) (any, error) {
+	conn := req.TakeOver()
+	id, _ := req.Args.Get("client").(string)
+	if id == "" {
+		return nil, fmt.Errorf("register-client without a client id")
+	}
+	log := req.Log.With().Str("client", id).Logger()
+	start := []any{protocol.NewMap("op", "stream-start", "warning", "", "error", "")}
+	if err := conn.Write(start); err != nil {
+		return nil, fmt.Errorf("stream-start to client %s: %w", id, err)
+	}
+	b := comm.NewBatchedSend(conn, comm.SchedulerToClientInterval, func(err error) {
+		log.Debug().Err(err).Msg("client stream write failed")
+	})
+	s.mu.Lock()
+	if old := s.clients[id]; old != nil {
+		old.Abort()
+	}
+	s.clients[id] = b
+	s.mu.Unlock()
+	if err := s.loop.submitWait(ctx, &scheduler.AddClient{Base: base("add-client"), Client: id}); err != nil {
+		b.Abort()
+		return nil, err
+	}
+	log.Info().Msg("client connected")
+
+	closed := s.readStream(conn, func(m *protocol.Map) (bool, error) {
+		if op, _ := m.Get("op").(string); op == "close-stream" {
+			return true, nil
+		}
+		st, ok, err := clientStimulus(id, m, time.Now())
+		if err != nil || !ok {
+			return false, err
+		}
+		s.loop.submit(st)
+		return false, nil
+	}, log)
+
+	s.mu.Lock()
+	mine := s.clients[id] == b
+	if mine {
+		delete(s.clients, id)
+	}
+	s.mu.Unlock()
+	if mine {
+		s.loop.submit(&scheduler.RemoveClient{Base: base("client-stream-closed"), Client: id})
+	}
+	flushCtx, cancel := context.WithTimeout(context.Background(), time.Second)
+	_ = b.Close(flushCtx)
+	cancel()
+	log.Info().Bool("clean", closed).Msg("client disconnected")
+	return nil, nil
+}
+
+// readStream reads batches (lists of op dicts) until close-stream, EOF or
+// an unreadable message, calling handle for each op. Bad ops are logged and
+// skipped: one malformed op must not cost a client its results. It reports
+// whether the peer closed the stream with close-stream.
+func (s *Server) readStream(conn *comm.Conn, handle func(*protocol.Map) (stop bool, err error), log zerolog.Logger) bool {
+	for {
+		msg, err := conn.Read()
+		if err != nil {
+			if !errors.Is(err, comm.ErrClosed) {
+				log.Debug().Err(err).Msg("stream ended")
+			}
+			return false
+		}
+		var batch []any
+		switch x := msg.(type) {
+		case []any:
+			batch = x
+		default:
+			batch = []any{x}
+		}
+		for _, item := range batch {
+			if item == "OK" {
+				continue
+			}
+			m, ok := item.(*protocol.Map)
+			if !ok {
+				log.Warn().Str("msg", protocol.String(item)).Msg("stream message is not a dict; ignored")
+				continue
+			}
+			stop, err := handle(m)
+			if err != nil {
+				log.Warn().Err(err).Msg("bad stream message ignored")
+			}
+			if stop {
+				return true
+			}
+		}
+	}
+}
+
+// registerWorker is Scheduler.add_worker followed by handle_worker.
+func (s *Server) registerWorker(ctx context.Context, req *comm.Request) (any, error) {
+	conn := req.TakeOver()
+	aw, err := addWorkerStimulus(req.Args, time.Now())
+	if err != nil {
+		_ = conn.Write(protocol.NewMap("status", "error", "message", err.Error(), "time", unixNow()))
+		return nil, err
+	}
+	log := req.Log.With().Str("worker", aw.Address).Logger()
+	var refused error
+	var nWorkers int
+	if err := s.loop.query(ctx, func(st *scheduler.State) {
+		refused = st.CheckNewWorker(aw.Address, aw.Name)
+		nWorkers = len(st.WorkerAddresses())
+	}); err != nil {
+		return nil, err
+	}
+	if refused != nil {
+		log.Warn().Err(refused).Msg("register-worker refused")
+		return nil, conn.Write(protocol.NewMap("status", "error", "message", refused.Error(), "time", unixNow()))
+	}
+	reply := protocol.NewMap("status", "OK", "time", unixNow(),
+		"heartbeat-interval", scheduler.HeartbeatInterval(nWorkers+1),
+		"worker-plugins", &protocol.Map{}, "warning", "", "error", "")
+	if err := conn.Write(reply); err != nil {
+		return nil, fmt.Errorf("register-worker reply to %s: %w", aw.Address, err)
+	}
+	b := comm.NewBatchedSend(conn, comm.SchedulerToWorkerInterval, func(err error) {
+		log.Debug().Err(err).Msg("worker stream write failed")
+	})
+	s.mu.Lock()
+	s.workers[aw.Address] = b
+	s.mu.Unlock()
+	if err := s.loop.submitWait(ctx, aw); err != nil {
+		b.Abort()
+		return nil, err
+	}
+	log.Info().Str("name", aw.Name).Int("nthreads", aw.NThreads).Msg("worker registered")
+
+	graceful := s.readStream(conn, func(m *protocol.Map) (bool, error) {
+		if op, _ := m.Get("op").(string); op == "close-stream" {
+			return true, nil
+		}
+		st, ok, err := workerStimulus(aw.Address, m, time.Now())
+		if err != nil || !ok {
+			return false, err
+		}
+		s.loop.submit(st)
+		return false, nil
+	}, log)
+
+	s.mu.Lock()
+	mine := s.workers[aw.Address] == b
+	if mine {
+		delete(s.workers, aw.Address)
+	}
+	s.mu.Unlock()
+	b.Abort()
+	s.loop.submit(&scheduler.RemoveWorker{Base: base("handle-worker-cleanup"), Worker: aw.Address,
+		Reason: "worker-stream-closed"})
+	log.Info().Bool("close-stream", graceful).Msg("worker stream closed")
+	return nil, nil
+}
+
+// dropWorkerStream closes a worker's stream after the engine removed it
+// (worker-ttl): its reader then ends and the removal is a no-op.
+func (s *Server) dropWorkerStream(addr string) {
+	s.mu.Lock()
+	b := s.workers[addr]
+	delete(s.workers, addr)
+	s.mu.Unlock()
+	if b != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = b.Close(ctx)
+		cancel()
+		b.Abort()
+	}
+}
+
+// registerNanny is Scheduler.add_nanny: reply, then read the nanny's one
+// status message; the handler's return (None) is the final reply.
+func (s *Server) registerNanny(ctx context.Context, req *comm.Request) (any, error) {
+	conn := req.Conn
+	if err := conn.Write(protocol.NewMap("status", "OK", "nanny-plugins", &protocol.Map{})); err != nil {
+		return nil, fmt.Errorf("register_nanny reply: %w", err)
+	}
+	if err := conn.SetReadDeadline(time.Now().Add(5 * time.Minute)); err != nil {
+		return nil, err
+	}
+	msg, err := conn.Read()
+	_ = conn.SetReadDeadline(time.Time{})
+	if err != nil {
+		return nil, fmt.Errorf("register_nanny status from %s: %w", conn.Peer(), err)
+	}
+	req.Log.Debug().Str("status", protocol.String(msg)).Msg("nanny started its worker")
+	return nil, nil
+}
+
+func addWorkerStimulus(m *protocol.Map, now time.Time) (*scheduler.AddWorker, error) {
+	f := &fields{op: "register-worker", m: m}
+	aw := &scheduler.AddWorker{
+		Base:           f.base(now),
+		Address:        f.str("address"),
+		NThreads:       int(f.int("nthreads")),
+		MemoryLimit:    f.int("memory_limit"),
+		Nanny:          f.str("nanny"),
+		Services:       f.mapOf("services"),
+		LocalDirectory: f.str("local_directory"),
+		PID:            f.int("pid"),
+		ServerID:       f.str("server_id"),
+		Status:         f.str("status"),
+		Extra:          f.mapOf("extra"),
+		Versions:       f.mapOf("versions"),
+	}
+	switch name := m.Get("name").(type) {
+	case string:
+		aw.Name = name
+	case nil:
+		aw.Name = aw.Address
+	default:
+		aw.Name = protocol.String(name)
+	}
+	aw.Resources = map[string]float64{}
+	for _, e := range f.mapOf("resources").Items() {
+		k, _ := e.Key.(string)
+		switch q := e.Value.(type) {
+		case float64:
+			aw.Resources[k] = q
+		case int64:
+			aw.Resources[k] = float64(q)
+		}
+	}
+	if f.err != nil {
+		return nil, f.err
+	}
+	if aw.Address == "" {
+		return nil, fmt.Errorf("register-worker without an address")
+	}
+	return aw, nil
+}
+
+func base(prefix string) scheduler.Base {
+	now := time.Now()
+	return scheduler.Base{ID: fmt.Sprintf("%s-%d", prefix, now.UnixNano()), At: now}
+}
+
+func unixNow() float64 { return float64(time.Now().UnixNano()) / 1e9 }

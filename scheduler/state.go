@@ -1,0 +1,281 @@
+package scheduler
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"daskgo/protocol"
+)
+
+// State is the scheduler engine: distributed's SchedulerState as a pure
+// state machine. Handle is its only mutator; every other method is a
+// read-only accessor. It is not safe for concurrent use: the outer ring owns
+// it from a single goroutine.
+type State struct {
+	cfg Config
+
+	tasks    map[protocol.Key]*TaskState
+	prefixes map[string]*TaskPrefix
+	groups   map[string]*TaskGroup
+
+	workers     map[string]*WorkerState
+	workerOrder oset[*WorkerState] // registration order, as distributed's dict
+	aliases     map[string]string  // worker name -> address
+	hosts       map[string]*oset[*WorkerState]
+	resources   map[string]map[string]float64 // resource -> address -> supplied
+
+	running       oset[*WorkerState]
+	idle          oset[*WorkerState]
+	idleTaskCount oset[*WorkerState]
+	saturated     oset[*WorkerState]
+
+	clients map[string]*ClientState
+	// clientOrder lists clients by registration, for "to all clients".
+	clientOrder oset[*ClientState]
+
+	queued     taskHeap
+	queueSeq   uint64
+	unrunnable oset[*TaskState]
+
+	totalNThreads     int
+	totalMemory       int64
+	prefixCountGlobal []prefixCount
+	networkOccGlobal  int64
+	bandwidth         float64
+	nTasks            int64
+
+	generation float64
+	lastTime   float64
+
+	runIDs     int64 // TaskState._run_id_iterator
+	graphEpoch uint64
+	helperIDs  int64
+	pending    map[string]*pendingGraph // client -> update-graph in the materializer
+	held       map[string][]Stimulus    // client -> stimuli held behind it
+
+	log transitionLog
+
+	// per-Handle context
+	out          *Outbox
+	recs         recs
+	now          time.Time
+	stimulusID   string
+	computeSID   any // "compute-task-<now>", rebuilt when the clock moves
+	sidBoxed     any
+	sidBoxedFor  string
+	computeSIDAt time.Time
+}
+
+// New builds an empty engine. cfg is validated (defaults filled); an invalid
+// cfg panics, since it is a programming error of the caller.
+func New(cfg Config) *State {
+	if err := cfg.Validate(); err != nil {
+		panic(err)
+	}
+	s := &State{
+		cfg:       cfg,
+		tasks:     map[protocol.Key]*TaskState{},
+		prefixes:  map[string]*TaskPrefix{},
+		groups:    map[string]*TaskGroup{},
+		workers:   map[string]*WorkerState{},
+		aliases:   map[string]string{},
+		hosts:     map[string]*oset[*WorkerState]{},
+		resources: map[string]map[string]float64{},
+		clients:   map[string]*ClientState{},
+		bandwidth: cfg.Bandwidth,
+		pending:   map[string]*pendingGraph{},
+		held:      map[string][]Stimulus{},
+	}
+	s.log.init(cfg.TransitionLogSize)
+	s.addClientState(fireAndForget)
+	return s
+}
+
+// Config returns the validated configuration.
+func (s *State) Config() Config { return s.cfg }
+
+// Handle applies one stimulus and returns everything it wants sent. It is
+// synchronous and deterministic: the same stimuli give the same outboxes.
+func (s *State) Handle(st Stimulus) Outbox {
+	var out Outbox
+	if st == nil {
+		return out
+	}
+	s.begin(st.base(), &out)
+	s.dispatch(st)
+	s.end()
+	return out
+}
+
+func (s *State) begin(b *Base, out *Outbox) {
+	s.out = out
+	s.now = b.At
+	s.stimulusID = b.ID
+}
+
+func (s *State) end() {
+	// Any stimulus may have opened a slot (a release, a reschedule, a
+	// removed task); distributed only checks after some of them, leaving
+	// queued work idle until the next task-finished. Checking always keeps
+	// "queued implies no free slot" an invariant.
+	s.sid("stimulus")
+	s.queueSlotsMaybeOpened()
+	if s.cfg.ValidateInvariants {
+		s.validateState()
+	}
+	s.out = nil
+}
+
+// unixNow is the logical time as Python's time().
+func (s *State) unixNow() float64 {
+	if s.now.IsZero() {
+		return 0
+	}
+	return float64(s.now.UnixNano()) / 1e9
+}
+
+func (s *State) sid(prefix string) string {
+	if s.stimulusID != "" {
+		return s.stimulusID
+	}
+	s.stimulusID = prefix + "-" + strconv.FormatFloat(s.unixNow(), 'f', -1, 64)
+	return s.stimulusID
+}
+
+func (s *State) dispatch(st Stimulus) {
+	if c := heldClient(st); c != "" && s.pending[c] != nil {
+		s.held[c] = append(s.held[c], st)
+		return
+	}
+	switch x := st.(type) {
+	case *AddWorker:
+		s.sid("add-worker")
+		s.handleAddWorker(x)
+	case *WorkerStatusChange:
+		s.sid("worker-status-change")
+		s.handleWorkerStatusChange(x)
+	case *RemoveWorker:
+		s.sid("remove-worker")
+		s.handleRemoveWorker(x.Worker, x.Expected, x.Close, x.Reason)
+	case *WorkerHeartbeat:
+		s.handleHeartbeat(x)
+	case *TaskFinished:
+		s.sid("task-finished")
+		s.handleTaskFinished(x)
+	case *TaskErred:
+		s.sid("task-erred")
+		s.handleTaskErred(x)
+	case *ReleaseWorkerData:
+		s.sid("release-worker-data")
+		s.handleReleaseWorkerData(x)
+	case *AddKeys:
+		s.sid("redundant-replicas")
+		s.addKeys(x.Worker, x.Keys)
+	case *LongRunning:
+		s.sid("long-running")
+		s.handleLongRunning(x)
+	case *Reschedule:
+		s.sid("reschedule")
+		s.handleReschedule(x)
+	case *RequestRefreshWhoHas:
+		s.sid("request-refresh-who-has")
+		s.handleRefreshWhoHas(x)
+	case *Tick:
+		s.sid("check-worker-ttl")
+		s.handleTick()
+	default:
+		s.dispatchClient(st)
+	}
+}
+
+func (s *State) dispatchClient(st Stimulus) {
+	switch x := st.(type) {
+	case *AddClient:
+		s.addClientState(x.Client)
+	case *RemoveClient:
+		s.sid("remove-client")
+		s.removeClient(x.Client)
+	case *UpdateGraph:
+		s.sid("update-graph")
+		s.handleUpdateGraph(x)
+	case *GraphMaterialized:
+		s.sid("update-graph")
+		s.handleGraphMaterialized(x)
+	case *ClientDesiresKeys:
+		s.clientDesiresKeys(x.Keys, x.Client)
+	case *ClientReleasesKeys:
+		s.sid("client-releases-keys")
+		s.clientReleasesKeys(x.Keys, x.Client)
+	case *CancelKeys:
+		s.sid("cancel-key")
+		s.stimulusCancel(x)
+	case *HeartbeatClient:
+		s.handleHeartbeatClient(x)
+	case *Retry:
+		s.sid("stimulus-retry")
+		s.handleRetry(x)
+	case *UpdateData:
+		s.sid("update-data")
+		s.handleUpdateData(x)
+	default:
+		s.logf(LogWarn, "", "", "", "unknown stimulus %T ignored", st)
+	}
+}
+
+// heldClient names the client whose stream order a stimulus belongs to.
+// RPC-driven stimuli (Retry, UpdateData) and heartbeats are not held:
+// distributed answers them on other comms, unordered with the stream.
+func heldClient(st Stimulus) string {
+	switch x := st.(type) {
+	case *UpdateGraph:
+		return x.Client
+	case *ClientDesiresKeys:
+		return x.Client
+	case *ClientReleasesKeys:
+		return x.Client
+	case *CancelKeys:
+		return x.Client
+	case *RemoveClient:
+		return x.Client
+	}
+	return ""
+}
+
+// ---- logging ---------------------------------------------------------------
+
+// LogLevel grades a LogEntry.
+type LogLevel uint8
+
+// Log levels, as zerolog's.
+const (
+	LogDebug LogLevel = iota
+	LogInfo
+	LogWarn
+	LogError
+)
+
+// LogEntry is something the engine wants logged (bad peer input, lost
+// data...). The engine never logs itself: the outer ring writes these with
+// zerolog, so Handle stays pure and tests can assert on them.
+type LogEntry struct {
+	Level  LogLevel
+	Msg    string
+	Key    protocol.Key
+	Worker string
+	Client string
+}
+
+func (s *State) logf(level LogLevel, key protocol.Key, worker, client, format string, args ...any) {
+	if s.out == nil {
+		return
+	}
+	s.out.Logs = append(s.out.Logs, LogEntry{Level: level, Msg: fmt.Sprintf(format, args...), Key: key, Worker: worker, Client: client})
+}
+
+func unixSeconds(t time.Time) float64 {
+	if t.IsZero() {
+		return 0
+	}
+	return float64(t.UnixNano()) / 1e9
+}

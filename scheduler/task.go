@@ -1,0 +1,268 @@
+package scheduler
+
+import (
+	"math"
+
+	"daskgo/protocol"
+)
+
+// Status is a task state, with distributed's names.
+type Status uint8
+
+// The task states of distributed's SchedulerState (TaskStateState).
+const (
+	StatusReleased Status = iota
+	StatusWaiting
+	StatusQueued
+	StatusNoWorker
+	StatusProcessing
+	StatusMemory
+	StatusErred
+	StatusForgotten
+	numStatus
+)
+
+var statusNames = [numStatus]string{"released", "waiting", "queued", "no-worker", "processing", "memory", "erred", "forgotten"}
+
+func (st Status) String() string {
+	if st < numStatus {
+		return statusNames[st]
+	}
+	return "invalid"
+}
+
+// ParseStatus maps a dask state name to a Status.
+func ParseStatus(name string) (Status, bool) {
+	for i, n := range statusNames {
+		if n == name {
+			return Status(i), true
+		}
+	}
+	return 0, false
+}
+
+// priority is distributed's (-user_priority, generation, order) tuple,
+// compared lexicographically; smaller runs first.
+type priority [3]float64
+
+func (p priority) less(q priority) bool {
+	for i := range p {
+		if p[i] != q[i] {
+			return p[i] < q[i]
+		}
+	}
+	return false
+}
+
+// wire renders the tuple as compute-task's array of numbers: integral
+// elements as ints (as Python sends them), others as floats.
+func (p priority) wire() []any {
+	out := make([]any, 3)
+	for i, f := range p {
+		if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+			out[i] = int64(f)
+		} else {
+			out[i] = f
+		}
+	}
+	return out
+}
+
+// TaskState mirrors distributed.scheduler.TaskState: everything the
+// scheduler knows about one key. Sets are osets so iteration is
+// deterministic.
+type TaskState struct {
+	Key protocol.Key
+	// keyAny and keyListAny are Key boxed once for messages: boxing a string
+	// into an interface allocates, and every message names its key.
+	keyAny     any
+	keyListAny any // []protocol.Key{Key}
+	state      Status
+	group      *TaskGroup
+	prefix     *TaskPrefix
+
+	runSpec      *protocol.Blob
+	kind         string
+	dataProducer bool
+	priority     priority
+	hasPriority  bool
+	prioWire     any // priority.wire(), built once: priorities never change
+
+	dependencies oset[*TaskState]
+	dependents   oset[*TaskState]
+	waitingOn    oset[*TaskState] // dependencies not in memory yet
+	waiters      oset[*TaskState] // dependents that still need this task
+	whoWants     oset[*ClientState]
+	whoHas       oset[*WorkerState]
+	processingOn *WorkerState
+
+	hasLostDependencies  bool
+	workerRestrictions   []string
+	hostRestrictions     []string
+	resourceRestrictions map[string]float64
+	resourcesRaw         any // the annotation value, relayed in compute-task
+	looseRestrictions    bool
+	actor                bool
+	annotations          *protocol.Map
+	retries              int
+	suspicious           int
+
+	nbytes   int64 // -1 until measured
+	typeName string
+
+	exception, traceback         any
+	exceptionText, tracebackText string
+	exceptionBlame               *TaskState
+	erredOn                      []string
+
+	runID int64 // 0 = never sent
+	// viaQueuePolicy: placed by decide_worker_rootish_queuing_enabled while
+	// processing; such tasks never exceed a worker's slot limit.
+	viaQueuePolicy bool
+
+	recIdx   int    // index in State.recs, -1 when not recommended
+	epoch    uint64 // == State.graphEpoch: touched by the graph being applied
+	queueIdx int    // index in State.queued, -1 when not queued
+	queueSeq uint64 // tie-breaker: oldest first, like HeapSet
+}
+
+// State returns the task's current state.
+func (ts *TaskState) State() Status { return ts.state }
+
+func (s *State) setState(ts *TaskState, st Status) {
+	ts.group.states[ts.state]--
+	ts.group.states[st]++
+	ts.prefix.states[ts.state]--
+	ts.prefix.states[st]++
+	ts.state = st
+}
+
+func (s *State) getNBytes(ts *TaskState) int64 {
+	if ts.nbytes >= 0 {
+		return ts.nbytes
+	}
+	return s.cfg.DefaultDataSize
+}
+
+// setNBytes mirrors TaskState.set_nbytes, keeping holders' totals right.
+func (s *State) setNBytes(ts *TaskState, n int64) {
+	diff := n
+	if ts.nbytes >= 0 {
+		diff -= ts.nbytes
+	}
+	ts.group.nbytesTotal += diff
+	for _, ws := range ts.whoHas.Items() {
+		ws.nbytes += diff
+	}
+	ts.nbytes = n
+}
+
+func (ts *TaskState) setPriority(p priority) {
+	ts.priority = p
+	ts.hasPriority = true
+	ts.prioWire = p.wire()
+}
+
+func (ts *TaskState) addDependency(dts *TaskState) {
+	ts.dependencies.Add(dts)
+	ts.group.dependencies[dts.group] = struct{}{}
+	dts.dependents.Add(ts)
+}
+
+func (ts *TaskState) isRestricted() bool {
+	return len(ts.resourceRestrictions) > 0 || len(ts.workerRestrictions) > 0 || len(ts.hostRestrictions) > 0
+}
+
+// TaskPrefix mirrors distributed's TaskPrefix: all tasks sharing key_split,
+// carrying the duration estimate used for occupancy.
+type TaskPrefix struct {
+	Name            string
+	durationAverage float64 // seconds, EMA of compute startstops; < 0 unknown
+	maxExecTime     float64
+	suspicious      int
+	states          [numStatus]int
+}
+
+func (tp *TaskPrefix) addExecTime(d float64) {
+	if d > tp.maxExecTime {
+		tp.maxExecTime = d
+	}
+	if d > 2*tp.durationAverage {
+		tp.durationAverage = -1
+	}
+}
+
+func (tp *TaskPrefix) addDuration(action string, start, stop float64) {
+	us := math.Max(math.Round((stop-start)*1e6), 0)
+	if action != "compute" {
+		return
+	}
+	d := us / 1e6
+	if tp.durationAverage < 0 {
+		tp.durationAverage = d
+	} else {
+		tp.durationAverage = 0.5*d + 0.5*tp.durationAverage
+	}
+}
+
+// TaskGroup mirrors distributed's TaskGroup: tasks sharing key_split_group.
+// Groups drive root-ish detection.
+type TaskGroup struct {
+	Name         string
+	prefix       *TaskPrefix
+	size         int // every task ever added while the group lived (len(tg))
+	states       [numStatus]int
+	dependencies map[*TaskGroup]struct{}
+	nbytesTotal  int64
+	types        map[string]int
+
+	// co-assignment state of decide_worker_rootish_queuing_disabled; kept
+	// for the policy hook (policy_rootish.go).
+	lastWorker          *WorkerState
+	lastWorkerTasksLeft int
+}
+
+func (s *State) newTask(key protocol.Key, spec *GraphTask, st Status) *TaskState {
+	kv := keyValue(key)
+	gname := keySplitGroupValue(kv)
+	tg := s.groups[gname]
+	if tg == nil {
+		pname := keySplitValue(kv)
+		tp := s.prefixes[pname]
+		if tp == nil {
+			tp = &TaskPrefix{Name: pname, durationAverage: -1, maxExecTime: -1}
+			s.prefixes[pname] = tp
+		}
+		tg = &TaskGroup{Name: gname, prefix: tp, dependencies: map[*TaskGroup]struct{}{}}
+		s.groups[gname] = tg
+	}
+	ts := &TaskState{Key: key, keyAny: key, keyListAny: []protocol.Key{key}, state: st, group: tg,
+		prefix: tg.prefix, nbytes: -1, queueIdx: -1, recIdx: -1}
+	tg.size++
+	tg.states[st]++
+	tg.prefix.states[st]++
+	if spec != nil {
+		ts.setSpec(spec)
+	}
+	s.tasks[key] = ts
+	return ts
+}
+
+func (ts *TaskState) setSpec(spec *GraphTask) {
+	ts.runSpec = spec.RunSpec
+	ts.kind = spec.Kind
+	ts.dataProducer = spec.DataProducer
+}
+
+// forgetGroupMaybe drops a group whose tasks are all forgotten, as
+// SchedulerState._transition does.
+func (s *State) forgetGroupMaybe(tg *TaskGroup) {
+	for st, n := range tg.states {
+		if n != 0 && Status(st) != StatusForgotten {
+			return
+		}
+	}
+	if s.groups[tg.Name] == tg {
+		delete(s.groups, tg.Name)
+	}
+}

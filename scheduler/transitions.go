@@ -1,0 +1,237 @@
+package scheduler
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"daskgo/protocol"
+)
+
+// transArgs carries the keyword arguments some transitions take in
+// distributed (the TaskFinishedMsg / TaskErredMsg fields). Recommendations
+// from the transitions loop carry none.
+type transArgs struct {
+	worker string
+	// processing -> memory
+	nbytes     int64
+	typ        []byte
+	typeName   string
+	startStops []StartStop
+	// -> erred
+	cause                        *TaskState
+	exception, traceback         any
+	exceptionText, tracebackText string
+}
+
+type transitionFunc func(s *State, ts *TaskState, a *transArgs)
+
+// transitionTable mirrors SchedulerState._TRANSITIONS_TABLE. Pairs absent
+// from it go through released (see transition).
+var transitionTable [numStatus][numStatus]transitionFunc
+
+func init() {
+	t := &transitionTable
+	t[StatusReleased][StatusWaiting] = (*State).transitionReleasedWaiting
+	t[StatusWaiting][StatusReleased] = (*State).transitionWaitingReleased
+	t[StatusWaiting][StatusProcessing] = (*State).transitionWaitingProcessing
+	t[StatusWaiting][StatusNoWorker] = (*State).transitionWaitingNoWorker
+	t[StatusWaiting][StatusQueued] = (*State).transitionWaitingQueued
+	t[StatusWaiting][StatusMemory] = (*State).transitionWaitingMemory
+	t[StatusQueued][StatusReleased] = (*State).transitionQueuedReleased
+	t[StatusQueued][StatusProcessing] = (*State).transitionQueuedProcessing
+	t[StatusQueued][StatusErred] = (*State).transitionQueuedErred
+	t[StatusProcessing][StatusReleased] = (*State).transitionProcessingReleased
+	t[StatusProcessing][StatusMemory] = (*State).transitionProcessingMemory
+	t[StatusProcessing][StatusErred] = (*State).transitionProcessingErred
+	t[StatusNoWorker][StatusReleased] = (*State).transitionNoWorkerReleased
+	t[StatusNoWorker][StatusProcessing] = (*State).transitionNoWorkerProcessing
+	t[StatusNoWorker][StatusErred] = (*State).transitionNoWorkerErred
+	t[StatusReleased][StatusForgotten] = (*State).transitionReleasedForgotten
+	t[StatusMemory][StatusErred] = (*State).transitionMemoryErred
+	t[StatusMemory][StatusForgotten] = (*State).transitionMemoryForgotten
+	t[StatusErred][StatusReleased] = (*State).transitionErredReleased
+	t[StatusMemory][StatusReleased] = (*State).transitionMemoryReleased
+	t[StatusReleased][StatusErred] = (*State).transitionReleasedErred
+}
+
+// recs is distributed's recommendations dict: insertion-ordered, an update
+// of a present key keeps its position, popitem takes the newest. The
+// transitions loop depends on that LIFO order (priority-sorted bulk
+// recommendations are inserted in reverse). Every recommendation is for a
+// known task, so the position lives in TaskState.recIdx instead of a map:
+// no hashing on the hottest path.
+type recs struct {
+	items []rec
+}
+
+type rec struct {
+	ts *TaskState
+	to Status
+}
+
+func (r *recs) set(ts *TaskState, to Status) {
+	if i := ts.recIdx; i >= 0 && i < len(r.items) && r.items[i].ts == ts {
+		r.items[i].to = to
+		return
+	}
+	ts.recIdx = len(r.items)
+	r.items = append(r.items, rec{ts, to})
+}
+
+func (r *recs) get(ts *TaskState) (Status, bool) {
+	if i := ts.recIdx; i >= 0 && i < len(r.items) && r.items[i].ts == ts {
+		return r.items[i].to, true
+	}
+	return 0, false
+}
+
+func (r *recs) pop() (rec, bool) {
+	n := len(r.items)
+	if n == 0 {
+		return rec{}, false
+	}
+	it := r.items[n-1]
+	r.items[n-1] = rec{}
+	r.items = r.items[:n-1]
+	it.ts.recIdx = -1
+	return it, true
+}
+
+// recommend queues ts -> to for the running transitions loop.
+func (s *State) recommend(ts *TaskState, to Status) { s.recs.set(ts, to) }
+
+// runTransitions mirrors SchedulerState._transitions: process
+// recommendations until a steady state.
+func (s *State) runTransitions() {
+	for {
+		r, ok := s.recs.pop()
+		if !ok {
+			return
+		}
+		s.transition(r.ts, r.to, nil)
+	}
+}
+
+// transitionTo runs one transition now, then the loop; the form of
+// distributed's SchedulerState.transitions({key: finish}).
+func (s *State) transitionTo(ts *TaskState, to Status) {
+	s.recs.set(ts, to)
+	s.runTransitions()
+}
+
+// transition mirrors SchedulerState._transition. A forgotten task is gone
+// from tasks in distributed (tasks.get(key) is None): nothing to do.
+func (s *State) transition(ts *TaskState, finish Status, a *transArgs) {
+	start := ts.state
+	if start == finish || start == StatusForgotten {
+		return
+	}
+	key := ts.Key
+	if fn := transitionTable[start][finish]; fn != nil {
+		fn(s, ts, a)
+	} else if start != StatusReleased && finish != StatusReleased {
+		before, had := s.recs.get(ts)
+		toReleased := transitionTable[start][StatusReleased]
+		if toReleased == nil {
+			s.impossible(ts, start, finish)
+			return
+		}
+		toReleased(s, ts, nil)
+		v := finish
+		if r, ok := s.recs.get(ts); ok && (!had || r != before) {
+			v = r // the inner recommendation wins, as in distributed
+		}
+		fn := transitionTable[StatusReleased][v]
+		if fn == nil {
+			s.impossible(ts, StatusReleased, v)
+			return
+		}
+		if ts.state == StatusReleased {
+			fn(s, ts, nil)
+		}
+		s.log.add(key, start, StatusReleased, s.stimulusID, s.now)
+		start = StatusReleased
+	} else {
+		s.impossible(ts, start, finish)
+		return
+	}
+	s.log.add(key, start, ts.state, s.stimulusID, s.now)
+	if ts.state == StatusForgotten {
+		s.forgetGroupMaybe(ts.group)
+	}
+}
+
+func (s *State) impossible(ts *TaskState, start, finish Status) {
+	msg := fmt.Sprintf("impossible transition %s -> %s for %s (stimulus %s)", start, finish, ts.Key, s.stimulusID)
+	if s.cfg.ValidateInvariants {
+		panic(msg + "\n" + s.storyString(ts.Key))
+	}
+	s.logf(LogError, ts.Key, "", "", "%s", msg)
+}
+
+// ---- transition log ---------------------------------------------------------
+
+// Transition is one entry of the bounded transition log.
+type Transition struct {
+	Key        protocol.Key
+	From, To   Status
+	StimulusID string
+	At         time.Time
+}
+
+type transitionLog struct {
+	buf  []Transition
+	capN int
+	next int // oldest entry once full
+	full bool
+}
+
+func (l *transitionLog) init(n int) {
+	l.buf = make([]Transition, 0, min(n, 1024))
+	l.capN = n
+}
+
+func (l *transitionLog) add(k protocol.Key, from, to Status, sid string, at time.Time) {
+	t := Transition{Key: k, From: from, To: to, StimulusID: sid, At: at}
+	if !l.full {
+		l.buf = append(l.buf, t)
+		l.full = len(l.buf) == l.capN
+		return
+	}
+	l.buf[l.next] = t
+	l.next = (l.next + 1) % l.capN
+}
+
+// entries returns the log oldest first.
+func (l *transitionLog) entries() []Transition {
+	if !l.full {
+		return l.buf
+	}
+	return append(append([]Transition(nil), l.buf[l.next:]...), l.buf[:l.next]...)
+}
+
+// TransitionLog returns the bounded transition log, oldest first.
+func (s *State) TransitionLog() []Transition {
+	return append([]Transition(nil), s.log.entries()...)
+}
+
+// Story returns the logged transitions of key (distributed's story()).
+func (s *State) Story(key protocol.Key) []Transition {
+	var out []Transition
+	for _, t := range s.log.entries() {
+		if t.Key == key {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func (s *State) storyString(key protocol.Key) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "story of %s:\n", key)
+	for _, t := range s.Story(key) {
+		fmt.Fprintf(&b, "  %s -> %s  (%s)\n", t.From, t.To, t.StimulusID)
+	}
+	return b.String()
+}

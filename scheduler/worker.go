@@ -1,0 +1,275 @@
+package scheduler
+
+import (
+	"math"
+	"strings"
+	"time"
+
+	"daskgo/protocol"
+)
+
+// Worker statuses (distributed.core.Status names) a worker may report.
+var workerStatuses = map[string]bool{
+	"undefined": true, "created": true, "init": true, "starting": true, "running": true,
+	"paused": true, "stopping": true, "stopped": true, "closing": true,
+	"closing_gracefully": true, "closed": true, "failed": true, "dont_reply": true,
+}
+
+// WorkerState mirrors distributed.scheduler.WorkerState.
+type WorkerState struct {
+	Address        string
+	Name           string
+	Host           string
+	NThreads       int
+	MemoryLimit    int64
+	Resources      map[string]float64
+	Nanny          string
+	Services       *protocol.Map
+	LocalDirectory string
+	PID            int64
+	ServerID       string
+	Extra          *protocol.Map
+	Versions       *protocol.Map
+
+	status   string
+	lastSeen time.Time
+	metrics  *protocol.Map
+	closed   bool // removed from the cluster; stale pointers see this
+
+	processing  oset[*TaskState]
+	longRunning oset[*TaskState]
+	hasWhat     oset[*TaskState]
+	actors      oset[*TaskState]
+	executing   map[protocol.Key]float64
+	// needsWhat counts processing tasks needing a dependency this worker
+	// lacks; networkOcc is the bytes of those dependencies.
+	needsWhat  map[*TaskState]int
+	networkOcc int64
+	nbytes     int64
+	// prefixCount counts non-long-running processing tasks per prefix, for
+	// occupancy. A slice, not a map, so float sums are deterministic.
+	prefixCount   []prefixCount
+	usedResources map[string]float64
+}
+
+type prefixCount struct {
+	tp *TaskPrefix
+	n  int
+}
+
+// Status is the worker's distributed.core.Status name.
+func (ws *WorkerState) Status() string { return ws.status }
+
+func addPrefixCount(pcs []prefixCount, tp *TaskPrefix, d int) []prefixCount {
+	for i := range pcs {
+		if pcs[i].tp == tp {
+			pcs[i].n += d
+			if pcs[i].n == 0 {
+				pcs[i] = pcs[len(pcs)-1]
+				pcs = pcs[:len(pcs)-1]
+			}
+			return pcs
+		}
+	}
+	return append(pcs, prefixCount{tp, d})
+}
+
+// hostOf extracts the host of "tcp://host:port" (or "[v6]:port").
+func hostOf(addr string) string {
+	if i := strings.Index(addr, "://"); i >= 0 {
+		addr = addr[i+3:]
+	}
+	if strings.HasPrefix(addr, "[") {
+		if j := strings.Index(addr, "]"); j > 0 {
+			return addr[1:j]
+		}
+	}
+	if j := strings.LastIndex(addr, ":"); j >= 0 {
+		return addr[:j]
+	}
+	return addr
+}
+
+// addToProcessing mirrors WorkerState.add_to_processing.
+func (s *State) wsAddToProcessing(ws *WorkerState, ts *TaskState) {
+	ws.prefixCount = addPrefixCount(ws.prefixCount, ts.prefix, 1)
+	s.prefixCountGlobal = addPrefixCount(s.prefixCountGlobal, ts.prefix, 1)
+	ws.processing.Add(ts)
+	for _, dts := range ts.dependencies.Items() {
+		if !dts.whoHas.Has(ws) {
+			s.incNeedsReplica(ws, dts)
+		}
+	}
+}
+
+func (s *State) wsAddToLongRunning(ws *WorkerState, ts *TaskState) {
+	ws.prefixCount = addPrefixCount(ws.prefixCount, ts.prefix, -1)
+	s.prefixCountGlobal = addPrefixCount(s.prefixCountGlobal, ts.prefix, -1)
+	ws.longRunning.Add(ts)
+}
+
+// wsRemoveFromProcessing mirrors WorkerState.remove_from_processing.
+func (s *State) wsRemoveFromProcessing(ws *WorkerState, ts *TaskState) {
+	if !ws.longRunning.Remove(ts) {
+		ws.prefixCount = addPrefixCount(ws.prefixCount, ts.prefix, -1)
+		s.prefixCountGlobal = addPrefixCount(s.prefixCountGlobal, ts.prefix, -1)
+	}
+	ws.processing.Remove(ts)
+	for _, dts := range ts.dependencies.Items() {
+		if _, ok := ws.needsWhat[dts]; ok {
+			s.decNeedsReplica(ws, dts)
+		}
+	}
+}
+
+func (s *State) incNeedsReplica(ws *WorkerState, dts *TaskState) {
+	if ws.needsWhat == nil {
+		ws.needsWhat = map[*TaskState]int{}
+	}
+	if n, ok := ws.needsWhat[dts]; ok {
+		ws.needsWhat[dts] = n + 1
+		return
+	}
+	ws.needsWhat[dts] = 1
+	nb := s.getNBytes(dts)
+	ws.networkOcc += nb
+	s.networkOccGlobal += nb
+}
+
+func (s *State) decNeedsReplica(ws *WorkerState, dts *TaskState) {
+	n := ws.needsWhat[dts] - 1
+	if n > 0 {
+		ws.needsWhat[dts] = n
+		return
+	}
+	delete(ws.needsWhat, dts)
+	s.dropNetworkOcc(ws, s.getNBytes(dts))
+}
+
+func (s *State) dropNetworkOcc(ws *WorkerState, nb int64) {
+	ws.networkOcc -= min(nb, ws.networkOcc)
+	s.networkOccGlobal -= min(nb, s.networkOccGlobal)
+}
+
+// addReplica mirrors SchedulerState.add_replica / WorkerState.add_replica.
+func (s *State) addReplica(ts *TaskState, ws *WorkerState) {
+	if ws.hasWhat.Has(ts) {
+		return
+	}
+	nb := s.getNBytes(ts)
+	if _, ok := ws.needsWhat[ts]; ok {
+		delete(ws.needsWhat, ts)
+		s.dropNetworkOcc(ws, nb)
+	}
+	ts.whoHas.Add(ws)
+	ws.nbytes += nb
+	ws.hasWhat.Add(ts)
+}
+
+func (s *State) removeReplica(ts *TaskState, ws *WorkerState) {
+	ws.nbytes -= s.getNBytes(ts)
+	ws.hasWhat.Remove(ts)
+	ts.whoHas.Remove(ws)
+}
+
+func (s *State) removeAllReplicas(ts *TaskState) {
+	nb := s.getNBytes(ts)
+	for _, ws := range ts.whoHas.Items() {
+		ws.nbytes -= nb
+		ws.hasWhat.Remove(ts)
+	}
+	ts.whoHas.Clear()
+}
+
+// prefixDuration mirrors SchedulerState._get_prefix_duration.
+func (s *State) prefixDuration(tp *TaskPrefix) float64 {
+	if tp.durationAverage >= 0 {
+		return tp.durationAverage
+	}
+	if tp.maxExecTime > 0 {
+		return 2 * tp.maxExecTime
+	}
+	return s.cfg.UnknownTaskDuration.Seconds()
+}
+
+// calcOccupancy mirrors SchedulerState._calc_occupancy.
+func (s *State) calcOccupancy(pcs []prefixCount, networkOcc int64) float64 {
+	res := 0.0
+	for _, pc := range pcs {
+		res += s.prefixDuration(pc.tp) * float64(pc.n)
+	}
+	return math.Max(res+float64(networkOcc)/s.bandwidth, 0)
+}
+
+func (s *State) occupancy(ws *WorkerState) float64 {
+	return s.calcOccupancy(ws.prefixCount, ws.networkOcc)
+}
+
+func (s *State) totalOccupancy() float64 {
+	return s.calcOccupancy(s.prefixCountGlobal, s.networkOccGlobal)
+}
+
+// taskSlotsAvailable mirrors _task_slots_available (saturation finite).
+func taskSlotsAvailable(ws *WorkerState, sat float64) int {
+	return max(int(math.Ceil(sat*float64(ws.NThreads))), 1) - (ws.processing.Len() - ws.longRunning.Len())
+}
+
+func workerFull(ws *WorkerState, sat float64) bool {
+	if math.IsInf(sat, 1) {
+		return false
+	}
+	return taskSlotsAvailable(ws, sat) <= 0
+}
+
+// checkIdleSaturated mirrors SchedulerState.check_idle_saturated: keeps the
+// idle, saturated and idle_task_count sets current for ws.
+func (s *State) checkIdleSaturated(ws *WorkerState) {
+	if s.totalNThreads == 0 || ws.closed {
+		return
+	}
+	occ := s.occupancy(ws)
+	p := ws.processing.Len()
+	s.saturated.Remove(ws)
+	switch {
+	case ws.status != "running":
+		s.idle.Remove(ws)
+	case s.isUnoccupied(ws, occ, p):
+		s.idle.Add(ws)
+	default:
+		s.idle.Remove(ws)
+		nc := ws.NThreads
+		if p > nc {
+			pending := occ * float64(p-nc) / float64(p*nc)
+			if 0.4 < pending && pending > 1.9*(s.totalOccupancy()/float64(s.totalNThreads)) {
+				s.saturated.Add(ws)
+			}
+		}
+	}
+	if !workerFull(ws, s.cfg.WorkerSaturation) && ws.status == "running" {
+		s.idleTaskCount.Add(ws)
+	} else {
+		s.idleTaskCount.Remove(ws)
+	}
+}
+
+func (s *State) isUnoccupied(ws *WorkerState, occ float64, p int) bool {
+	nt := ws.NThreads
+	return p < nt || occ < float64(nt)*(s.totalOccupancy()/float64(s.totalNThreads))/2
+}
+
+func (s *State) acquireResources(ts *TaskState, ws *WorkerState) {
+	for r, q := range ts.resourceRestrictions {
+		if ws.usedResources == nil {
+			ws.usedResources = map[string]float64{}
+		}
+		ws.usedResources[r] += q
+	}
+}
+
+func (s *State) releaseResources(ts *TaskState, ws *WorkerState) {
+	for r, q := range ts.resourceRestrictions {
+		if ws.usedResources != nil {
+			ws.usedResources[r] -= q
+		}
+	}
+}
