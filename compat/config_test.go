@@ -1,0 +1,262 @@
+package compat
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func writeFile(t *testing.T, path, text string) string {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func load(t *testing.T, src ConfigSources) SchedulerSettings {
+	t.Helper()
+	s, err := LoadSchedulerSettings(src)
+	if err != nil {
+		t.Fatalf("load settings: %v", err)
+	}
+	return s
+}
+
+var wantDefaults = SchedulerSettings{
+	WorkerSaturation: 1.1, AllowedFailures: 3, WorkerTTL: 5 * time.Minute,
+	RootishTaskgroup: 5, RootishTaskgroupDependencies: 5,
+	UnknownTaskDuration: 500 * time.Millisecond,
+	DefaultTaskDurations: map[string]time.Duration{
+		"rechunk-split": time.Microsecond, "split-shuffle": time.Microsecond,
+		"split-taskshuffle": time.Microsecond, "split-stage": time.Microsecond,
+	},
+	Bandwidth: 100_000_000, DefaultDataSize: 1024, WorkStealing: true,
+	WorkStealingInterval: time.Second, ConnectTimeout: 30 * time.Second, TCPTimeout: 30 * time.Second,
+}
+
+func TestSettingsDefaults(t *testing.T) {
+	got := load(t, ConfigSources{Paths: []string{}, Env: []string{}})
+	if !reflect.DeepEqual(got, wantDefaults) {
+		t.Fatalf("defaults:\n got  %+v\n want %+v", got, wantDefaults)
+	}
+	// Layering the installed distributed.yaml over our defaults changes
+	// nothing: the built-in defaults are distributed's.
+	yml := filepath.Join("..", ".venv", "lib", "python3.11", "site-packages", "distributed", "distributed.yaml")
+	if _, err := os.Stat(yml); err != nil {
+		t.Fatalf("need the virtualenv's distributed.yaml (run scripts/setup.sh): %v", err)
+	}
+	got = load(t, ConfigSources{Paths: []string{yml}, Env: []string{}})
+	if !reflect.DeepEqual(got, wantDefaults) {
+		t.Fatalf("distributed.yaml differs from built-in defaults:\n got  %+v\n want %+v", got, wantDefaults)
+	}
+}
+
+// TestConfigPrecedence builds every source and peels them off from the top:
+// env > --config > $DASK_CONFIG > ~/.config/dask > $DASK_ROOT_CONFIG.
+func TestConfigPrecedence(t *testing.T) {
+	dir := t.TempDir()
+	home := filepath.Join(dir, "home")
+	t.Setenv("HOME", home)
+	root := filepath.Join(dir, "etc-dask")
+	writeFile(t, filepath.Join(root, "a.yaml"), `
+distributed:
+  scheduler:
+    worker-saturation: 2.0
+    allowed-failures: 7
+    bandwidth: 5MB
+`)
+	writeFile(t, filepath.Join(root, "b.yml"), "distributed: {scheduler: {allowed-failures: 8}}\n")
+	writeFile(t, filepath.Join(root, "ignored.txt"), "distributed: {scheduler: {allowed-failures: 99}}\n")
+	writeFile(t, filepath.Join(home, ".config", "dask", "dask.yaml"),
+		"distributed:\n  scheduler:\n    worker_saturation: 3.0\n    work_stealing: no\n")
+	daskConfig := writeFile(t, filepath.Join(dir, "conf", "x.json"),
+		`{"distributed": {"scheduler": {"worker-saturation": 4.0, "rootish-taskgroup": 9}}}`)
+	explicit := writeFile(t, filepath.Join(dir, "explicit.yaml"),
+		"distributed:\n  scheduler:\n    worker-saturation: .inf\n")
+	env := []string{
+		"DASK_ROOT_CONFIG=" + root,
+		"DASK_CONFIG=" + filepath.Dir(daskConfig),
+		"DASK_DISTRIBUTED__SCHEDULER__WORKER_SATURATION=6.0",
+	}
+	steps := []struct {
+		src  ConfigSources
+		want float64
+	}{
+		{ConfigSources{File: explicit, Env: env}, 6.0},
+		{ConfigSources{File: explicit, Env: env[:2]}, math.Inf(1)},
+		{ConfigSources{Env: env[:2]}, 4.0},
+		{ConfigSources{Env: env[:1]}, 3.0},
+		{ConfigSources{Env: []string{"DASK_ROOT_CONFIG=" + root}, Paths: []string{root}}, 2.0},
+	}
+	for i, st := range steps {
+		got := load(t, st.src)
+		if got.WorkerSaturation != st.want {
+			t.Errorf("step %d: worker-saturation %v, want %v", i, got.WorkerSaturation, st.want)
+		}
+		// Lower layers still show through where nothing overrides them.
+		if got.AllowedFailures != 8 || got.Bandwidth != 5_000_000 {
+			t.Errorf("step %d: allowed-failures %d bandwidth %d, want 8 (b.yml over a.yaml) and 5MB",
+				i, got.AllowedFailures, got.Bandwidth)
+		}
+		if wantRootish := map[bool]int{true: 9, false: 5}[i <= 2]; got.RootishTaskgroup != wantRootish {
+			t.Errorf("step %d: rootish-taskgroup %d, want %d", i, got.RootishTaskgroup, wantRootish)
+		}
+		if wantSteal := i == 4; got.WorkStealing != wantSteal {
+			t.Errorf("step %d: work-stealing %v, want %v (YAML 1.1 'no' in home)", i, got.WorkStealing, wantSteal)
+		}
+	}
+}
+
+func TestDefaultConfigPaths(t *testing.T) {
+	t.Setenv("HOME", "/home/u")
+	got := DefaultConfigPaths([]string{"DASK_CONFIG=/etc/dask"})
+	want := []string{"/home/u/.config/dask", "/etc/dask"} // a duplicate keeps its last place
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("paths %v, want %v", got, want)
+	}
+	got = DefaultConfigPaths([]string{"DASK_ROOT_CONFIG=/opt/dask"})
+	if want := []string{"/opt/dask", "/home/u/.config/dask"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("paths %v, want %v", got, want)
+	}
+}
+
+func TestInterpretEnvValue(t *testing.T) {
+	for in, want := range map[string]any{
+		"1.0": 1.0, "1e3": 1000.0, "-2": int64(-2), "0x10": int64(16), "1_000": int64(1000),
+		"inf": "inf", "007": "007", "True": true, "true": true, "FALSE": false,
+		"None": nil, "null": nil, "'abc'": "abc", `"a b"`: "a b", "5 minutes": "5 minutes",
+		"[1, 'x']": []any{1, "x"}, "(1, 2)": []any{1, 2}, "{'a': 1}": map[string]any{"a": 1},
+		"[unclosed": "[unclosed",
+	} {
+		if got := interpretValue(in); !reflect.DeepEqual(got, want) {
+			t.Errorf("interpretValue(%q) = %#v, want %#v", in, got, want)
+		}
+	}
+}
+
+func TestEnvSettings(t *testing.T) {
+	env := func(kv ...string) ConfigSources { return ConfigSources{Paths: []string{}, Env: kv} }
+	s := load(t, env(
+		"DASK_DISTRIBUTED__SCHEDULER__WORKER_SATURATION=inf",
+		"DASK_DISTRIBUTED__SCHEDULER__WORKER_TTL=None",
+		"DASK_DISTRIBUTED__SCHEDULER__ROOT_TASK_CO_ASSIGNMENT=True",
+		"DASK_DISTRIBUTED__SCHEDULER__UNKNOWN_TASK_DURATION=2 minutes",
+		"DASK_DISTRIBUTED__SCHEDULER__DEFAULT_DATA_SIZE=1 MiB",
+		"DASK_DISTRIBUTED__SCHEDULER__DEFAULT_TASK_DURATIONS__MY_FUNC=3h",
+		"DASK_DISTRIBUTED__COMM__COMPRESSION=auto",
+		"DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT=5",
+		"NOT_DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES=1",
+	))
+	if !math.IsInf(s.WorkerSaturation, 1) || s.WorkerTTL != 0 || !s.RootTaskCoAssignment ||
+		s.UnknownTaskDuration != 2*time.Minute || s.DefaultDataSize != 1<<20 ||
+		s.CommCompression != "lz4" || s.ConnectTimeout != 5*time.Second || s.AllowedFailures != 3 {
+		t.Fatalf("settings %+v", s)
+	}
+	// A new prefix keeps its underscore (no existing spelling to adopt);
+	// distributed's own keys take the dashed spelling of the defaults.
+	if s.DefaultTaskDurations["my_func"] != 3*time.Hour || s.DefaultTaskDurations["rechunk-split"] != time.Microsecond {
+		t.Fatalf("default-task-durations %v", s.DefaultTaskDurations)
+	}
+	s = load(t, env("DASK_DISTRIBUTED__SCHEDULER__WORKER_SATURATION=1.0", "DASK_DISTRIBUTED__SCHEDULER__WORKER_TTL=300s"))
+	if s.WorkerSaturation != 1.0 || s.WorkerTTL != 5*time.Minute {
+		t.Fatalf("settings %+v", s)
+	}
+}
+
+func TestInvalidSettings(t *testing.T) {
+	cases := []struct {
+		env  []string
+		want []string
+	}{
+		{[]string{"DASK_DISTRIBUTED__SCHEDULER__WORKER_SATURATION=abc"},
+			[]string{`distributed.scheduler.worker-saturation: "abc" is not a number > 0 or "inf"`}},
+		{[]string{"DASK_DISTRIBUTED__SCHEDULER__WORKER_SATURATION=0"},
+			[]string{`distributed.scheduler.worker-saturation: 0 is not a number > 0 or "inf"`}},
+		{[]string{"DASK_DISTRIBUTED__COMM__COMPRESSION=zstd"},
+			[]string{`distributed.comm.compression: "zstd" is not one of false, null, "auto", "lz4"`}},
+		{[]string{"DASK_DISTRIBUTED__SCHEDULER__WORKER_TTL=5 parsecs", "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES=1.5"},
+			[]string{`distributed.scheduler.worker-ttl: "5 parsecs" is not a duration`,
+				`distributed.scheduler.allowed-failures: 1.5 is not an integer`}},
+		{[]string{"DASK_DISTRIBUTED__SCHEDULER__BANDWIDTH=-1"},
+			[]string{`distributed.scheduler.bandwidth: -1 is not a byte size > 0`}},
+		{[]string{"DASK_DISTRIBUTED__SCHEDULER__BANDWIDTH=fast"},
+			[]string{`distributed.scheduler.bandwidth: "fast" is not a byte size`}},
+		{[]string{"DASK_DISTRIBUTED__SCHEDULER__WORK_STEALING=maybe"},
+			[]string{`distributed.scheduler.work-stealing: "maybe" is not true or false`}},
+		{[]string{"DASK_DISTRIBUTED__SCHEDULER__ROOTISH_TASKGROUP=-2"},
+			[]string{`distributed.scheduler.rootish-taskgroup: -2 is not an integer >= 0`}},
+	}
+	for _, tc := range cases {
+		_, err := LoadSchedulerSettings(ConfigSources{Paths: []string{}, Env: tc.env})
+		if err == nil {
+			t.Errorf("%v: accepted", tc.env)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%v: error %q lacks %q", tc.env, err, w)
+			}
+		}
+	}
+}
+
+func TestMalformedConfigFiles(t *testing.T) {
+	dir := t.TempDir()
+	for name, text := range map[string]string{
+		"bad.yaml":  "distributed: [unclosed\n",
+		"list.yaml": "- a\n- b\n",
+	} {
+		p := writeFile(t, filepath.Join(dir, name), text)
+		_, err := LoadSchedulerSettings(ConfigSources{Paths: []string{p}, Env: []string{}})
+		if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "malformed") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	_, err := LoadSchedulerSettings(ConfigSources{Paths: []string{}, Env: []string{}, File: filepath.Join(dir, "missing.yaml")})
+	if err == nil || !strings.Contains(err.Error(), "missing.yaml") {
+		t.Errorf("missing --config file: %v", err)
+	}
+	// An empty file and a missing search path are fine, as in dask.
+	empty := writeFile(t, filepath.Join(dir, "empty.yaml"), "")
+	load(t, ConfigSources{Paths: []string{empty, filepath.Join(dir, "nope")}, Env: []string{}})
+}
+
+func TestParseTimedeltaAndBytes(t *testing.T) {
+	for in, want := range map[any]time.Duration{
+		"5 minutes": 5 * time.Minute, "300s": 300 * time.Second, "500ms": 500 * time.Millisecond,
+		"1us": time.Microsecond, "h": time.Hour, "1.5 Hours": 90 * time.Minute, 3: 3 * time.Second,
+		int64(2): 2 * time.Second, 0.25: 250 * time.Millisecond, "2 days": 48 * time.Hour, "1W": 7 * 24 * time.Hour,
+	} {
+		got, err := parseTimedelta(in)
+		if err != nil || got != want {
+			t.Errorf("parseTimedelta(%#v) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []any{"5 parsecs", "", "abc1", nil, true, "1e400s"} {
+		if d, err := parseTimedelta(in); err == nil {
+			t.Errorf("parseTimedelta(%#v) = %v, want an error", in, d)
+		}
+	}
+	for in, want := range map[any]int64{
+		"100 MB": 100_000_000, "1kiB": 1024, "64MiB": 64 << 20, "MB": 1_000_000, "5": 5, "2.5 kB": 2500,
+		"1 Ki": 1024, "3g": 3_000_000_000, 123: 123,
+	} {
+		got, err := parseBytes(in)
+		if err != nil || got != want {
+			t.Errorf("parseBytes(%#v) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []any{"5 foos", "x", nil, "1e30 PB"} {
+		if n, err := parseBytes(in); err == nil {
+			t.Errorf("parseBytes(%#v) = %v, want an error", in, n)
+		}
+	}
+}

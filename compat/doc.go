@@ -1,0 +1,37 @@
+// Package compat holds what the Go scheduler needs from the Python side of
+// dask to stay a drop-in replacement:
+//
+//   - the graph materializer (materializer*.go): a long-lived Python helper
+//     process that turns a client's update-graph op into per-task facts, the
+//     way distributed's Scheduler.update_graph / _materialize_graph / _cull
+//     and dask.order do it;
+//   - dask configuration (config.go, settings.go): dask's YAML files and
+//     DASK_* environment variables, read with dask's precedence rules into a
+//     typed SchedulerSettings;
+//   - compat/pickle: the few pickles the scheduler originates itself.
+//
+// Materializer data flow:
+//
+//	engine Outbox.Helper ──Submit──▶ queue ──writer──▶ helper stdin
+//	                                                      │ python3 -c materializer.py
+//	Results() ◀── GraphMaterialized ◀──reader── helper stdout (frames)
+//	                                              helper stderr ──▶ zerolog
+//
+// Both pipes carry dask-framed messages (u64 N, u64 nframes, u64 lengths,
+// frames) made by protocol.Encode on the Go side and by
+// distributed.protocol.dumps on the Python side, so the __Serialized__ and
+// __Pickled__ blobs of update-graph are relayed byte for byte and the
+// per-task run_specs come back as __Pickled__ blobs ready for compute-task.
+//
+// Invariants:
+//   - Requests are answered in submission order; every Submit yields exactly
+//     one GraphMaterialized on Results (success, Python exception, or helper
+//     crash), except for requests still queued when Close is called.
+//   - A request written to a helper is owned by that helper's incarnation:
+//     when the process dies, every such request fails with an error naming
+//     the exit status, and the helper is restarted for the rest.
+//   - One supervisor goroutine owns the process lifecycle; per incarnation one
+//     writer and one reader goroutine, both joined before the next starts.
+package compat
+
+//go:generate ../.venv/bin/python testdata/capture_update_graph.py

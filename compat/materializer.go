@@ -1,0 +1,404 @@
+package compat
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"daskgo/compat/pickle"
+	"daskgo/protocol"
+	"daskgo/scheduler"
+)
+
+//go:embed materializer.py
+var materializerScript string
+
+// ErrClosed is returned by Submit and Versions after Close.
+var ErrClosed = errors.New("compat: materializer closed")
+
+// Config configures the materializer helper.
+type Config struct {
+	// Python is the interpreter of the clients' environment (it unpickles
+	// their graphs, so it must import their libraries). Default "python3".
+	Python string
+	// Env is appended to the inherited environment (KEY=VALUE entries).
+	Env []string
+	// Dir is the helper's working directory; empty inherits ours.
+	Dir string
+	// Log receives the helper's stderr and lifecycle events. The zero value
+	// logs nothing.
+	Log zerolog.Logger
+	// Results, if set, receives the GraphMaterialized stimuli and is never
+	// closed by the materializer. If nil, Start makes a buffered channel that
+	// Close closes once everything has stopped.
+	Results chan scheduler.Stimulus
+	// ChunkTasks is how many tasks the helper puts in one response message
+	// (default 10000): a bound on one message's size for huge graphs.
+	ChunkTasks int
+	// StartTimeout bounds a helper start, imports included (default 2 min).
+	StartTimeout time.Duration
+	// Limits bound the helper's responses (default protocol.DefaultLimits).
+	Limits protocol.Limits
+	// StopGrace is how long Close lets a busy helper finish before killing
+	// it (default 5 s).
+	StopGrace time.Duration
+	// Now stamps the stimuli (default time.Now).
+	Now func() time.Time
+}
+
+func (c *Config) setDefaults() {
+	if c.Python == "" {
+		c.Python = "python3"
+	}
+	if c.ChunkTasks <= 0 {
+		c.ChunkTasks = 10000
+	}
+	if c.StartTimeout <= 0 {
+		c.StartTimeout = 2 * time.Minute
+	}
+	if c.Limits.MaxFrames == 0 {
+		c.Limits = protocol.DefaultLimits
+	}
+	if c.StopGrace <= 0 {
+		c.StopGrace = exitGrace
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}
+
+// Restart backoff: a helper that dies within minUptime of its start waits
+// before the next start, doubling up to maxBackoff, so a broken environment
+// does not spin.
+const (
+	minUptime   = 5 * time.Second
+	minBackoff  = 100 * time.Millisecond
+	maxBackoff  = 10 * time.Second
+	exitGrace   = 5 * time.Second // from stdout EOF to SIGKILL
+	resultsSize = 64
+)
+
+// Materializer runs the Python graph materializer helper (see doc.go).
+// Submit, Versions, PID and Close are safe for concurrent use.
+type Materializer struct {
+	cfg     Config
+	log     zerolog.Logger
+	results chan scheduler.Stimulus
+	ownsOut bool
+
+	mu       sync.Mutex
+	queue    []*job        // submitted, not yet taken by a writer
+	wake     chan struct{} // cap 1: the queue grew
+	cur      *incarnation  // the running helper, nil between restarts
+	versions *protocol.Map // from the last successful start
+	closed   bool
+	nextWire int64
+
+	done   chan struct{} // closed by Close
+	exited chan struct{} // closed when the supervisor has returned
+}
+
+// job is one request on its way through a helper.
+type job struct {
+	wireID   int64
+	req      scheduler.HelperRequest
+	versions chan versionsReply // non-nil for a versions request
+	tasks    []scheduler.GraphTask
+	bad      error // first malformed chunk, reported when the answer is done
+}
+
+type versionsReply struct {
+	m   *protocol.Map
+	err error
+}
+
+// Start launches the helper and waits until it has imported dask and
+// distributed and answered a versions request (bounded by ctx and
+// cfg.StartTimeout). Later restarts happen in the background.
+func Start(ctx context.Context, cfg Config) (*Materializer, error) {
+	cfg.setDefaults()
+	m := &Materializer{
+		cfg:     cfg,
+		log:     cfg.Log.With().Str("component", "materializer").Logger(),
+		results: cfg.Results,
+		wake:    make(chan struct{}, 1),
+		done:    make(chan struct{}),
+		exited:  make(chan struct{}),
+	}
+	if m.results == nil {
+		m.results = make(chan scheduler.Stimulus, resultsSize)
+		m.ownsOut = true
+	}
+	inc, err := m.spawn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	m.cur = inc
+	m.mu.Unlock()
+	go m.supervise(inc)
+	return m, nil
+}
+
+// Results is where GraphMaterialized stimuli arrive, one per Submit, in
+// submission order.
+func (m *Materializer) Results() <-chan scheduler.Stimulus { return m.results }
+
+// Submit queues req for materialization and returns at once.
+func (m *Materializer) Submit(req scheduler.HelperRequest) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	m.enqueueLocked(&job{req: req})
+	return nil
+}
+
+func (m *Materializer) enqueueLocked(j *job) {
+	m.nextWire++
+	j.wireID = m.nextWire
+	m.queue = append(m.queue, j)
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Versions returns distributed.versions.get_versions() as the helper reports
+// it, for the identity and versions RPCs. The map is shared: do not modify.
+func (m *Materializer) Versions(ctx context.Context) (*protocol.Map, error) {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if v := m.versions; v != nil {
+		m.mu.Unlock()
+		return v, nil
+	}
+	j := &job{versions: make(chan versionsReply, 1)}
+	m.enqueueLocked(j)
+	m.mu.Unlock()
+	select {
+	case r := <-j.versions:
+		return r.m, r.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("helper versions: %w", ctx.Err())
+	case <-m.done:
+		return nil, ErrClosed
+	}
+}
+
+// PID is the running helper's process id, or 0 between restarts.
+func (m *Materializer) PID() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cur == nil {
+		return 0
+	}
+	return m.cur.pid
+}
+
+// Close stops the helper (EOF on its stdin; SIGKILL if it is still busy
+// after StopGrace) and waits for every goroutine. Requests still queued or in flight get no
+// result. Close is idempotent.
+func (m *Materializer) Close() error {
+	m.mu.Lock()
+	if !m.closed {
+		m.closed = true
+		close(m.done)
+		if m.cur != nil {
+			_ = m.cur.stdin.Close()
+		}
+		for _, j := range m.queue {
+			if j.versions != nil {
+				j.versions <- versionsReply{err: ErrClosed}
+			}
+		}
+		m.queue = nil
+	}
+	m.mu.Unlock()
+	t := time.NewTimer(m.cfg.StopGrace)
+	defer t.Stop()
+	select {
+	case <-m.exited:
+		return nil
+	case <-t.C:
+	}
+	m.mu.Lock()
+	if m.cur != nil {
+		m.cur.kill("closed while busy")
+	}
+	m.mu.Unlock()
+	<-m.exited
+	return nil
+}
+
+// supervise owns the helper's lifecycle: it runs each incarnation to its
+// end, fails what that incarnation still owed, and starts the next.
+func (m *Materializer) supervise(inc *incarnation) {
+	defer func() {
+		if m.ownsOut {
+			close(m.results)
+		}
+		close(m.exited)
+	}()
+	backoff := minBackoff
+	for {
+		started := m.cfg.Now()
+		status := m.runIncarnation(inc)
+		m.failPending(inc, status)
+		if m.isClosed() {
+			return
+		}
+		m.log.Error().Int("helper_pid", inc.pid).Str("status", status).Msg("materializer helper exited; restarting it")
+		if m.cfg.Now().Sub(started) >= minUptime {
+			backoff = minBackoff
+		} else if !m.sleep(backoff) {
+			return
+		} else {
+			backoff = min(2*backoff, maxBackoff)
+		}
+		var ok bool
+		if inc, ok = m.restart(&backoff); !ok {
+			return
+		}
+	}
+}
+
+// restart starts helpers until one comes up (true) or Close is called
+// (false). While none can start, queued requests fail instead of waiting.
+func (m *Materializer) restart(backoff *time.Duration) (*incarnation, bool) {
+	for {
+		inc, err := m.spawn(context.Background())
+		if err == nil {
+			if m.install(inc) {
+				return inc, true
+			}
+			m.runIncarnation(inc)
+			m.failPending(inc, "closed")
+			return nil, false
+		}
+		m.log.Error().Err(err).Msg("materializer helper restart")
+		m.failQueued(err)
+		if !m.sleep(*backoff) {
+			return nil, false
+		}
+		*backoff = min(2**backoff, maxBackoff)
+	}
+}
+
+// install makes inc the current helper unless Close came first.
+func (m *Materializer) install(inc *incarnation) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		_ = inc.stdin.Close()
+		return false
+	}
+	m.cur = inc
+	return true
+}
+
+func (m *Materializer) isClosed() bool {
+	select {
+	case <-m.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// sleep waits d unless Close comes first (then it returns false).
+func (m *Materializer) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-m.done:
+		return false
+	}
+}
+
+// failPending answers every request the dead incarnation had taken.
+func (m *Materializer) failPending(inc *incarnation, status string) {
+	m.mu.Lock()
+	if m.cur == inc {
+		m.cur = nil
+	}
+	pending := inc.takePending()
+	m.mu.Unlock()
+	for _, j := range pending {
+		m.fail(j, fmt.Sprintf("materializer helper exited (%s) while materializing this graph", status))
+	}
+}
+
+// failQueued answers every queued request when no helper can be started,
+// so that nothing waits for a helper that may never come.
+func (m *Materializer) failQueued(cause error) {
+	m.mu.Lock()
+	queued := m.queue
+	m.queue = nil
+	m.mu.Unlock()
+	for _, j := range queued {
+		m.fail(j, fmt.Sprintf("materializer helper unavailable: %v", cause))
+	}
+}
+
+// fail answers j with an error the client will see as a RuntimeError.
+func (m *Materializer) fail(j *job, text string) {
+	if j.versions != nil {
+		j.versions <- versionsReply{err: errors.New(text)}
+		return
+	}
+	m.deliver(m.errorResult(j, &scheduler.ErrorInfo{
+		Exception:     pickle.Exception("builtins", "RuntimeError", text),
+		ExceptionText: fmt.Sprintf("RuntimeError(%q)", text),
+	}))
+}
+
+func (m *Materializer) errorResult(j *job, info *scheduler.ErrorInfo) *scheduler.GraphMaterialized {
+	st := m.result(j)
+	st.Err = info
+	return st
+}
+
+func (m *Materializer) result(j *job) *scheduler.GraphMaterialized {
+	return &scheduler.GraphMaterialized{
+		Base:      scheduler.Base{ID: fmt.Sprintf("graph-materialized-%d", j.req.ID), At: m.cfg.Now()},
+		RequestID: j.req.ID,
+		Client:    j.req.Client,
+	}
+}
+
+// deliver hands a result to the consumer. After Close nobody may be
+// reading, so it gives up then rather than block the shutdown.
+func (m *Materializer) deliver(st scheduler.Stimulus) {
+	select {
+	case m.results <- st:
+		return
+	default:
+	}
+	select {
+	case m.results <- st:
+	case <-m.done:
+		m.log.Debug().Msg("materializer closed; result dropped")
+	}
+}
+
+// inflight counts requests handed to the running helper (for tests).
+func (m *Materializer) inflight() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cur == nil {
+		return 0
+	}
+	return len(m.cur.pending)
+}

@@ -1,0 +1,224 @@
+package compat
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"daskgo/protocol"
+	"daskgo/scheduler"
+)
+
+// The materializer tests run the real helper with the project's virtualenv
+// (scripts/setup.sh creates it before go test runs in CI) against
+// update-graph messages recorded from a stock Client by
+// testdata/capture_update_graph.py, and compare its answers with what a stock
+// Python scheduler made of the same messages (testdata/update_graph/*.expect.bin).
+
+// testPython is the virtualenv interpreter; its absence fails the test.
+func testPython(t testing.TB) string {
+	t.Helper()
+	p, err := filepath.Abs("../.venv/bin/python")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("materializer tests need the project virtualenv at %s (run scripts/setup.sh): %v", p, err)
+	}
+	return p
+}
+
+// testLogger writes to the test log, so helper stderr shows up on failure.
+func testLogger(t testing.TB) zerolog.Logger {
+	return zerolog.New(zerolog.ConsoleWriter{Out: testWriter{t}, NoColor: true}).Level(zerolog.DebugLevel)
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(bytes.TrimRight(p, "\n")))
+	return len(p), nil
+}
+
+func startMaterializer(t *testing.T, cfg Config) *Materializer {
+	t.Helper()
+	cfg.Python = testPython(t)
+	cfg.Log = testLogger(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	m, err := Start(ctx, cfg)
+	if err != nil {
+		t.Fatalf("start materializer: %v", err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	return m
+}
+
+// readFramed reads one framed message from a fixture file.
+func readFramed(t testing.TB, path string) any {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatalf("fixture %s (regenerate with go generate ./compat/): %v", path, err)
+	}
+	defer f.Close()
+	frames, err := protocol.ReadFrames(f, protocol.DefaultLimits)
+	if err != nil {
+		t.Fatalf("read %s: %v", path, err)
+	}
+	v, err := protocol.Decode(frames)
+	if err != nil {
+		t.Fatalf("decode %s: %v", path, err)
+	}
+	return v
+}
+
+// updateGraph loads a recorded update-graph op.
+func updateGraph(t testing.TB, name string) *protocol.Map {
+	t.Helper()
+	msg, ok := readFramed(t, filepath.Join("testdata", "update_graph", name+".bin")).(*protocol.Map)
+	if !ok || msg.Get("op") != "update-graph" {
+		t.Fatalf("fixture %s is not an update-graph op", name)
+	}
+	return msg
+}
+
+// expectedTask is what the stock scheduler recorded for one task.
+type expectedTask struct {
+	deps         []protocol.Key
+	order        int64
+	kind         string
+	dataProducer bool
+	annotations  *protocol.Map
+}
+
+func expectedTasks(t testing.TB, name string) map[protocol.Key]expectedTask {
+	t.Helper()
+	items, ok := readFramed(t, filepath.Join("testdata", "update_graph", name+".expect.bin")).([]any)
+	if !ok {
+		t.Fatalf("%s.expect.bin is not a list", name)
+	}
+	out := map[protocol.Key]expectedTask{}
+	for _, it := range items {
+		d := it.(*protocol.Map)
+		key, err := protocol.KeyOf(d.Get("key"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		deps, err := protocol.KeysOf(d.Get("deps"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ann, _ := d.Get("annotations").(*protocol.Map)
+		out[key] = expectedTask{
+			deps: deps, order: d.Get("order").(int64), kind: d.Get("kind").(string),
+			dataProducer: d.Get("data_producer").(bool), annotations: ann,
+		}
+	}
+	return out
+}
+
+// awaitResult reads the next result; a missing one fails (no hang).
+func awaitResult(t testing.TB, m *Materializer) *scheduler.GraphMaterialized {
+	t.Helper()
+	select {
+	case st, ok := <-m.Results():
+		if !ok {
+			t.Fatal("results channel closed")
+		}
+		gm, ok := st.(*scheduler.GraphMaterialized)
+		if !ok {
+			t.Fatalf("result is %T, not *GraphMaterialized", st)
+		}
+		return gm
+	case <-time.After(2 * time.Minute):
+		t.Fatal("no materializer result within 2 minutes")
+	}
+	return nil
+}
+
+func submit(t testing.TB, m *Materializer, id int64, msg *protocol.Map) {
+	t.Helper()
+	if err := m.Submit(scheduler.HelperRequest{ID: id, Client: "Client-test", Msg: msg}); err != nil {
+		t.Fatalf("submit: %v", err)
+	}
+}
+
+// keySet renders keys as a sorted list of their str() forms, for diffs.
+func keySet(keys []protocol.Key) []string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = k.String()
+	}
+	sort.Strings(out)
+	return out
+}
+
+// canonical renders a value with lists/tuples/sets unified and map entries
+// sorted, so helper output (lists) and the scheduler's TaskState annotations
+// (tuples, sets) compare equal when Python would consider them so.
+func canonical(v any) string {
+	switch x := v.(type) {
+	case protocol.Set:
+		return canonical([]any(x))
+	case []any:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = canonical(e)
+		}
+		return fmt.Sprint(parts)
+	case *protocol.Map:
+		if x == nil {
+			return "{}"
+		}
+		parts := make([]string, len(x.Entries))
+		for i, e := range x.Entries {
+			parts[i] = canonical(e.Key) + ": " + canonical(e.Value)
+		}
+		sort.Strings(parts)
+		return fmt.Sprint(parts)
+	default:
+		return protocol.String(v)
+	}
+}
+
+var (
+	sharedOnce sync.Once
+	shared     *Materializer
+	sharedErr  error
+)
+
+// sharedMaterializer is one helper for the read-only tests (a start costs
+// about a second of imports). Small chunks make every test exercise the
+// chunked answers. TestMain closes it.
+func sharedMaterializer(t *testing.T) *Materializer {
+	t.Helper()
+	py := testPython(t)
+	sharedOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		// The capture ran with the same hash seed: dask.order breaks ties by
+		// set iteration order, so orders only match under equal seeds.
+		shared, sharedErr = Start(ctx, Config{Python: py, ChunkTasks: 25, Env: []string{"PYTHONHASHSEED=0"}})
+	})
+	if sharedErr != nil {
+		t.Fatalf("start shared materializer: %v", sharedErr)
+	}
+	return shared
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared != nil {
+		_ = shared.Close()
+	}
+	os.Exit(code)
+}

@@ -1,0 +1,331 @@
+package compat
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"daskgo/protocol"
+)
+
+// incarnation is one run of the helper process. Its pending map is guarded
+// by Materializer.mu; the rest is set before its goroutines start.
+type incarnation struct {
+	cmd     *exec.Cmd
+	pid     int
+	stdin   io.WriteCloser
+	stdout  io.ReadCloser
+	stderr  *stderrLog
+	pending map[int64]*job // written (or being written) to this process
+
+	mu     sync.Mutex
+	reason string // why Go killed the process, if it did
+}
+
+// spawn starts a helper and completes its startup handshake (a versions
+// request), so that a broken interpreter or environment is reported here,
+// with the helper's last stderr lines, instead of as a failed graph later.
+func (m *Materializer) spawn(ctx context.Context) (*incarnation, error) {
+	cmd := exec.Command(m.cfg.Python, "-c", materializerScript)
+	cmd.Env = append(os.Environ(), m.cfg.Env...)
+	cmd.Env = append(cmd.Env, "DASKGO_MATERIALIZER_CHUNK="+strconv.Itoa(m.cfg.ChunkTasks))
+	cmd.Dir = m.cfg.Dir
+	// WaitDelay bounds Wait if a grandchild keeps the stderr pipe open.
+	cmd.WaitDelay = exitGrace
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("materializer helper stdin: %w", err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("materializer helper stdout: %w", err)
+	}
+	errLog := &stderrLog{log: m.log}
+	cmd.Stderr = errLog
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start materializer helper %q: %w", m.cfg.Python, err)
+	}
+	inc := &incarnation{
+		cmd: cmd, pid: cmd.Process.Pid, stdin: stdin, stdout: stdout,
+		stderr: errLog, pending: map[int64]*job{},
+	}
+	errLog.setPID(inc.pid)
+	versions, err := m.handshake(ctx, inc)
+	if err != nil {
+		inc.kill("startup failed")
+		status := inc.wait()
+		tail := errLog.tail()
+		return nil, fmt.Errorf("materializer helper %q (pid %d, %s) did not start: %w%s",
+			m.cfg.Python, inc.pid, status, err, tail)
+	}
+	m.mu.Lock()
+	m.versions = versions
+	m.mu.Unlock()
+	m.log.Debug().Int("helper_pid", inc.pid).Msg("materializer helper started")
+	return inc, nil
+}
+
+// handshake asks for versions and waits for the answer, killing the helper
+// if it takes longer than StartTimeout or Close is called.
+func (m *Materializer) handshake(ctx context.Context, inc *incarnation) (*protocol.Map, error) {
+	ctx, cancel := context.WithTimeout(ctx, m.cfg.StartTimeout)
+	defer cancel()
+	go func() {
+		select {
+		case <-m.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	stop := context.AfterFunc(ctx, func() { inc.kill("no answer to the startup request") })
+	defer stop()
+	frames, err := protocol.Encode(protocol.NewMap("op", "versions", "id", int64(0)), nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := protocol.WriteFrames(inc.stdin, frames); err != nil {
+		return nil, fmt.Errorf("write versions request: %w", err)
+	}
+	frames, err = protocol.ReadFrames(inc.stdout, m.cfg.Limits)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("startup: %w", ctx.Err())
+		}
+		return nil, fmt.Errorf("read versions answer: %w", err)
+	}
+	v, err := protocol.Decode(frames)
+	if err != nil {
+		return nil, fmt.Errorf("decode versions answer: %w", err)
+	}
+	resp, _ := v.(*protocol.Map)
+	versions, ok := resp.Get("versions").(*protocol.Map)
+	if !ok || resp.Get("status") != "OK" {
+		return nil, fmt.Errorf("unexpected versions answer %s", protocol.String(v))
+	}
+	return versions, nil
+}
+
+// runIncarnation serves inc until its process is gone and returns its exit
+// status. The calling (supervisor) goroutine reads; one goroutine writes.
+func (m *Materializer) runIncarnation(inc *incarnation) string {
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		m.writeLoop(inc, stop)
+	}()
+	m.readLoop(inc)
+	status := inc.wait()
+	close(stop)
+	_ = inc.stdin.Close()
+	wg.Wait()
+	return status
+}
+
+// writeLoop takes queued requests in order, binds each to inc (pending)
+// before writing it, and writes it. A request whose write fails stays
+// pending and is failed when the process's exit is seen.
+func (m *Materializer) writeLoop(inc *incarnation, stop <-chan struct{}) {
+	for {
+		j := m.take(inc, stop)
+		if j == nil {
+			return
+		}
+		frames, err := encodeRequest(j)
+		if err != nil {
+			m.mu.Lock()
+			delete(inc.pending, j.wireID)
+			m.mu.Unlock()
+			m.fail(j, fmt.Sprintf("cannot pass update-graph to the materializer: %v", err))
+			continue
+		}
+		if err := protocol.WriteFrames(inc.stdin, frames); err != nil {
+			if !m.isClosed() {
+				inc.kill(fmt.Sprintf("request write failed: %v", err))
+			}
+			return
+		}
+	}
+}
+
+// take pops the oldest queued request and makes inc its owner, or returns
+// nil once stop is closed.
+func (m *Materializer) take(inc *incarnation, stop <-chan struct{}) *job {
+	for {
+		m.mu.Lock()
+		if len(m.queue) > 0 && !m.closed {
+			j := m.queue[0]
+			m.queue[0] = nil
+			m.queue = m.queue[1:]
+			inc.pending[j.wireID] = j
+			m.mu.Unlock()
+			return j
+		}
+		m.mu.Unlock()
+		select {
+		case <-m.wake:
+		case <-stop:
+			return nil
+		}
+	}
+}
+
+func encodeRequest(j *job) ([][]byte, error) {
+	if j.versions != nil {
+		return protocol.Encode(protocol.NewMap("op", "versions", "id", j.wireID), nil)
+	}
+	return protocol.Encode(protocol.NewMap("op", "materialize", "id", j.wireID, "msg", j.req.Msg), nil)
+}
+
+// readLoop reads responses until the helper's stdout closes. A response
+// that cannot be framed or decoded means the stream is lost: the helper is
+// killed, which fails everything it owed (never a hang).
+func (m *Materializer) readLoop(inc *incarnation) {
+	for {
+		frames, err := protocol.ReadFrames(inc.stdout, m.cfg.Limits)
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) {
+				inc.kill(fmt.Sprintf("unreadable response: %v", err))
+			}
+			return
+		}
+		v, err := protocol.Decode(frames)
+		if err != nil {
+			inc.kill(fmt.Sprintf("undecodable response: %v", err))
+			return
+		}
+		m.handleResponse(inc, v)
+	}
+}
+
+// takePending empties inc's pending map, oldest request first. Caller
+// holds m.mu.
+func (inc *incarnation) takePending() []*job {
+	ids := make([]int64, 0, len(inc.pending))
+	for id := range inc.pending {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	out := make([]*job, len(ids))
+	for i, id := range ids {
+		out[i] = inc.pending[id]
+	}
+	clear(inc.pending)
+	return out
+}
+
+// kill SIGKILLs the process, remembering the first reason for the failure
+// text of the requests it owed.
+func (inc *incarnation) kill(reason string) {
+	inc.mu.Lock()
+	if inc.reason == "" {
+		inc.reason = reason
+	}
+	inc.mu.Unlock()
+	_ = inc.cmd.Process.Kill()
+}
+
+// wait reaps the process (SIGKILL if it lingers after closing stdout) and
+// describes how it ended, e.g. "signal: killed" or "exit status 2".
+func (inc *incarnation) wait() string {
+	done := make(chan error, 1)
+	go func() { done <- inc.cmd.Wait() }()
+	var err error
+	t := time.NewTimer(exitGrace)
+	select {
+	case err = <-done:
+	case <-t.C:
+		inc.kill("still running after closing its output")
+		err = <-done
+	}
+	t.Stop()
+	inc.stderr.flush()
+	status := "unknown status"
+	if ps := inc.cmd.ProcessState; ps != nil {
+		status = ps.String()
+	} else if err != nil {
+		status = err.Error()
+	}
+	inc.mu.Lock()
+	defer inc.mu.Unlock()
+	if inc.reason != "" {
+		status += "; " + inc.reason
+	}
+	return status
+}
+
+// stderrLog turns the helper's stderr into log lines (field helper_pid) and
+// keeps the last few for startup error messages.
+type stderrLog struct {
+	mu    sync.Mutex
+	log   zerolog.Logger
+	pid   int
+	buf   []byte
+	lines []string
+}
+
+const stderrTail = 10
+
+func (s *stderrLog) setPID(pid int) {
+	s.mu.Lock()
+	s.pid = pid
+	s.mu.Unlock()
+}
+
+func (s *stderrLog) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.buf = append(s.buf, p...)
+	for {
+		i := bytes.IndexByte(s.buf, '\n')
+		if i < 0 {
+			break
+		}
+		s.emit(string(s.buf[:i]))
+		s.buf = s.buf[i+1:]
+	}
+	return len(p), nil
+}
+
+func (s *stderrLog) emit(line string) {
+	line = strings.TrimRight(line, "\r")
+	if line == "" {
+		return
+	}
+	s.log.Warn().Int("helper_pid", s.pid).Msg(line)
+	s.lines = append(s.lines, line)
+	if len(s.lines) > stderrTail {
+		s.lines = s.lines[len(s.lines)-stderrTail:]
+	}
+}
+
+func (s *stderrLog) flush() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.buf) > 0 {
+		s.emit(string(s.buf))
+		s.buf = nil
+	}
+}
+
+// tail renders the last stderr lines for an error message.
+func (s *stderrLog) tail() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.lines) == 0 {
+		return ""
+	}
+	return "; helper stderr:\n" + strings.Join(s.lines, "\n")
+}

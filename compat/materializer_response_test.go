@@ -1,0 +1,178 @@
+package compat
+
+import (
+	"bytes"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"daskgo/protocol"
+	"daskgo/scheduler"
+)
+
+// These tests feed handleResponse hand-made answers (no helper process):
+// nonsense is logged and dropped or turned into an error result, never a
+// panic, and chunks accumulate until done.
+
+func fakeMaterializer(t *testing.T, jobs ...*job) (*Materializer, *incarnation) {
+	cfg := Config{Log: testLogger(t)}
+	cfg.setDefaults()
+	m := &Materializer{
+		cfg: cfg, log: cfg.Log, results: make(chan scheduler.Stimulus, 16),
+		done: make(chan struct{}), exited: make(chan struct{}),
+	}
+	inc := &incarnation{pending: map[int64]*job{}}
+	for _, j := range jobs {
+		inc.pending[j.wireID] = j
+	}
+	return m, inc
+}
+
+func pickledRunSpec() *protocol.Blob {
+	frames, err := protocol.Encode(protocol.NewMap("x", protocol.NewPickled([]byte("\x80\x05N."))), nil)
+	if err != nil {
+		panic(err)
+	}
+	v, err := protocol.Decode(frames)
+	if err != nil {
+		panic(err)
+	}
+	return v.(*protocol.Map).Get("x").(*protocol.Blob)
+}
+
+func goodTask(key string) *protocol.Map {
+	return protocol.NewMap("key", key, "deps", []any{"a", []any{"b", int64(1)}}, "order", int64(3),
+		"kind", "Task", "data_producer", false, "annotations", protocol.NewMap("retries", int64(2)),
+		"run_spec", pickledRunSpec())
+}
+
+func next(t *testing.T, m *Materializer) *scheduler.GraphMaterialized {
+	t.Helper()
+	select {
+	case st := <-m.results:
+		return st.(*scheduler.GraphMaterialized)
+	case <-time.After(10 * time.Second):
+		t.Fatal("no result")
+	}
+	return nil
+}
+
+func TestResponseChunksAccumulate(t *testing.T) {
+	j := &job{wireID: 5, req: scheduler.HelperRequest{ID: 50, Client: "c"}}
+	m, inc := fakeMaterializer(t, j)
+	m.handleResponse(inc, protocol.NewMap("id", int64(5), "status", "OK", "done", false, "tasks", []any{goodTask("x")}))
+	m.handleResponse(inc, protocol.NewMap("id", int64(5), "status", "OK", "done", true, "tasks", []any{goodTask("y")}))
+	res := next(t, m)
+	if res.Err != nil || res.RequestID != 50 || res.Client != "c" || len(res.Tasks) != 2 {
+		t.Fatalf("got %+v", res)
+	}
+	x := res.Tasks[0]
+	if x.Key != protocol.StrKey("x") || x.Order != 3 || x.Kind != "Task" || len(x.Deps) != 2 ||
+		x.Annotations.Get("retries") != int64(2) || !x.RunSpec.Pickled {
+		t.Fatalf("task converted as %+v", x)
+	}
+	if want, _ := protocol.KeyOf([]any{"b", int64(1)}); x.Deps[1] != want {
+		t.Fatalf("tuple dep converted as %s", x.Deps[1])
+	}
+	if len(inc.pending) != 0 {
+		t.Fatal("finished job still pending")
+	}
+}
+
+func TestResponseNonsenseNeverPanics(t *testing.T) {
+	j := &job{wireID: 1, req: scheduler.HelperRequest{ID: 10}}
+	m, inc := fakeMaterializer(t, j)
+	for _, v := range []any{
+		nil, "garbage", []any{int64(1)}, protocol.NewMap("id", "one"),
+		protocol.NewMap("id", int64(99), "status", "OK", "done", true),
+		protocol.NewMap("id", nil, "status", "error"),
+	} {
+		m.handleResponse(inc, v)
+	}
+	select {
+	case st := <-m.results:
+		t.Fatalf("nonsense produced a result: %+v", st)
+	default:
+	}
+	if inc.pending[1] != j {
+		t.Fatal("nonsense for other ids touched request 1")
+	}
+}
+
+func TestResponseMalformedTaskFailsTheRequest(t *testing.T) {
+	bad := []struct {
+		name string
+		task any
+		want string
+	}{
+		{"not a dict", "task", "not a dict"},
+		{"bytes key", protocol.NewMap("key", []byte("k")), "key"},
+		{"bad deps", withField(goodTask("x"), "deps", "x"), "deps of x"},
+		{"float order", withField(goodTask("x"), "order", 1.5), "order of x"},
+		{"no kind", withField(goodTask("x"), "kind", nil), "kind of x"},
+		{"producer str", withField(goodTask("x"), "data_producer", "yes"), "data_producer of x"},
+		{"annotations list", withField(goodTask("x"), "annotations", []any{}), "annotations of x"},
+		{"raw run_spec", withField(goodTask("x"), "run_spec", []byte("pickle")), "run_spec of x"},
+	}
+	for i, tc := range bad {
+		j := &job{wireID: int64(i + 1), req: scheduler.HelperRequest{ID: int64(i + 1)}}
+		m, inc := fakeMaterializer(t, j)
+		m.handleResponse(inc, protocol.NewMap("id", j.wireID, "status", "OK", "done", false, "tasks", []any{tc.task}))
+		m.handleResponse(inc, protocol.NewMap("id", j.wireID, "status", "OK", "done", true, "tasks", []any{goodTask("z")}))
+		res := next(t, m)
+		if res.Err == nil || len(res.Tasks) != 0 {
+			t.Fatalf("%s: got %d tasks, err %v", tc.name, len(res.Tasks), res.Err)
+		}
+		if !strings.Contains(res.Err.ExceptionText, "malformed graph") || !strings.Contains(res.Err.ExceptionText, tc.want) {
+			t.Errorf("%s: error text %q lacks %q", tc.name, res.Err.ExceptionText, tc.want)
+		}
+	}
+}
+
+func TestResponseErrorPassesErrorMessageThrough(t *testing.T) {
+	j := &job{wireID: 3, req: scheduler.HelperRequest{ID: 30}}
+	m, inc := fakeMaterializer(t, j)
+	exc := pickledRunSpec() // any blob: it is relayed untouched
+	m.handleResponse(inc, protocol.NewMap("id", int64(3), "status", "error", "done", true,
+		"exception", exc, "traceback", nil, "exception_text", "ValueError('x')", "traceback_text", "tb"))
+	res := next(t, m)
+	if res.Err == nil || res.Err.Exception != exc || res.Err.Traceback != nil ||
+		res.Err.ExceptionText != "ValueError('x')" || res.Err.TracebackText != "tb" {
+		t.Fatalf("error relayed as %+v", res.Err)
+	}
+}
+
+func withField(m *protocol.Map, name string, v any) *protocol.Map {
+	m.Set(name, v)
+	return m
+}
+
+// TestGarbageStreamKillsHelper: bytes that are not a framed message mean the
+// stream is lost; the helper process is killed and what it owed fails with
+// the reason (here the "helper" is a sleep process fed garbage on "stdout").
+func TestGarbageStreamKillsHelper(t *testing.T) {
+	j := &job{wireID: 1, req: scheduler.HelperRequest{ID: 77}}
+	m, inc := fakeMaterializer(t, j)
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	inc.cmd, inc.pid, inc.stderr = cmd, cmd.Process.Pid, &stderrLog{log: m.log}
+	garbage := append(make([]byte, 8), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f)
+	inc.stdout = io.NopCloser(bytes.NewReader(garbage))
+	m.readLoop(inc)
+	status := inc.wait()
+	m.failPending(inc, status)
+	res := next(t, m)
+	if res.RequestID != 77 || res.Err == nil {
+		t.Fatalf("got %+v", res)
+	}
+	for _, want := range []string{"signal: killed", "unreadable response", "frame count"} {
+		if !strings.Contains(res.Err.ExceptionText, want) {
+			t.Errorf("error %q lacks %q", res.Err.ExceptionText, want)
+		}
+	}
+}

@@ -1,0 +1,355 @@
+package compat
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"daskgo/protocol"
+	"daskgo/scheduler"
+)
+
+// TestMaterializeMatchesPythonScheduler compares, task by task, the helper's
+// answer with the TaskStates a stock Python scheduler created from the same
+// recorded update-graph message.
+func TestMaterializeMatchesPythonScheduler(t *testing.T) {
+	m := sharedMaterializer(t)
+	for i, name := range []string{
+		"submit_inc", "submit_annotated", "map10", "array_sum",
+		"from_array", "annotate_retries", "depends_on_future",
+	} {
+		t.Run(name, func(t *testing.T) {
+			msg := updateGraph(t, name)
+			submit(t, m, int64(100+i), msg)
+			res := awaitResult(t, m)
+			if res.Err != nil {
+				t.Fatalf("materialize failed: %s\n%s", res.Err.ExceptionText, res.Err.TracebackText)
+			}
+			if res.RequestID != int64(100+i) || res.Client != "Client-test" {
+				t.Fatalf("result for request %d of %q, want %d of Client-test", res.RequestID, res.Client, 100+i)
+			}
+			compareWithScheduler(t, res.Tasks, expectedTasks(t, name))
+			checkRequestedKeys(t, msg, res.Tasks)
+		})
+	}
+}
+
+func compareWithScheduler(t *testing.T, got []scheduler.GraphTask, want map[protocol.Key]expectedTask) {
+	t.Helper()
+	gotKeys := make([]protocol.Key, 0, len(got))
+	for _, task := range got {
+		gotKeys = append(gotKeys, task.Key)
+	}
+	wantKeys := make([]protocol.Key, 0, len(want))
+	for k := range want {
+		wantKeys = append(wantKeys, k)
+	}
+	if g, w := keySet(gotKeys), keySet(wantKeys); !slices.Equal(g, w) {
+		t.Fatalf("task keys differ:\n got  %v\n want %v", g, w)
+	}
+	for _, task := range got {
+		w := want[task.Key]
+		if g, e := keySet(task.Deps), keySet(w.deps); !slices.Equal(g, e) {
+			t.Errorf("%s: deps %v, scheduler had %v", task.Key, g, e)
+		}
+		if task.Order != w.order {
+			t.Errorf("%s: order %d, scheduler had %d", task.Key, task.Order, w.order)
+		}
+		if task.Kind != w.kind {
+			t.Errorf("%s: kind %s, scheduler had %s", task.Key, task.Kind, w.kind)
+		}
+		if task.DataProducer != w.dataProducer {
+			t.Errorf("%s: data_producer %v, scheduler had %v", task.Key, task.DataProducer, w.dataProducer)
+		}
+		if g, e := canonical(task.Annotations), canonical(w.annotations); g != e {
+			t.Errorf("%s: annotations %s, scheduler had %s", task.Key, g, e)
+		}
+		checkRunSpec(t, task)
+	}
+}
+
+func checkRunSpec(t *testing.T, task scheduler.GraphTask) {
+	t.Helper()
+	if task.RunSpec == nil || !task.RunSpec.Pickled {
+		t.Fatalf("%s: run_spec %v is not a __Pickled__ blob", task.Key, protocol.String(task.RunSpec))
+	}
+	p, err := task.RunSpec.PickledObj()
+	if err != nil || len(p) < 2 || p[0] != 0x80 {
+		t.Fatalf("%s: run_spec pickled-obj is not a pickle (err %v)", task.Key, err)
+	}
+}
+
+// checkRequestedKeys: every key the client asked for is a task of the
+// answer, as Python's culling keeps them.
+func checkRequestedKeys(t *testing.T, msg *protocol.Map, tasks []scheduler.GraphTask) {
+	t.Helper()
+	keys, err := protocol.KeysOf(msg.Get("keys"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if !slices.ContainsFunc(tasks, func(task scheduler.GraphTask) bool { return task.Key == k }) {
+			t.Errorf("requested key %s missing from the answer", k)
+		}
+	}
+}
+
+// TestMaterializeSpecifics pins facts the fixtures were built to show, so a
+// regenerated fixture that loses them fails loudly.
+func TestMaterializeSpecifics(t *testing.T) {
+	m := sharedMaterializer(t)
+	get := func(name string) map[string]scheduler.GraphTask {
+		submit(t, m, 1, updateGraph(t, name))
+		res := awaitResult(t, m)
+		if res.Err != nil {
+			t.Fatalf("%s: %s", name, res.Err.ExceptionText)
+		}
+		out := map[string]scheduler.GraphTask{}
+		for _, task := range res.Tasks {
+			out[task.Key.String()] = task
+		}
+		return out
+	}
+	annotated := get("submit_annotated")["inc-2"]
+	for name, want := range map[string]string{
+		"priority": "5", "retries": "3", "allow_other_workers": "true",
+		"workers": `["tcp://127.0.0.1:1"]`, "resources": `["GPU": 1]`,
+	} {
+		v, ok := annotated.Annotations.Lookup(name)
+		if !ok {
+			t.Errorf("submit_annotated: annotation %q missing: %s", name, protocol.String(annotated.Annotations))
+			continue
+		}
+		if got := canonical(v); got != want {
+			t.Errorf("annotation %s = %s, want %s", name, got, want)
+		}
+	}
+	if _, isList := annotated.Annotations.Get("workers").([]any); !isList {
+		t.Errorf("workers annotation is %T, want a msgpack list", annotated.Annotations.Get("workers"))
+	}
+	dep := get("depends_on_future")
+	add, ok := dep["add-10"]
+	if !ok || len(dep) != 1 {
+		t.Fatalf("depends_on_future: want the one task add-10, got %v", dep)
+	}
+	if len(add.Deps) != 1 || add.Deps[0] != protocol.StrKey("inc-1") {
+		t.Errorf("add-10 deps %v, want [inc-1] (a future outside the graph)", keySet(add.Deps))
+	}
+	producers, buffers := 0, 0
+	for _, task := range get("from_array") {
+		if task.DataProducer {
+			producers++
+		}
+		buffers += len(task.RunSpec.Frames)
+	}
+	if producers == 0 || buffers == 0 {
+		t.Errorf("from_array: %d data producers and %d out-of-band run_spec buffers, want both > 0", producers, buffers)
+	}
+}
+
+// TestRunSpecLoadsInPython proves the run_spec blobs survive Go's re-encoding:
+// a Python process loads them from a Go-encoded message and runs the tasks.
+func TestRunSpecLoadsInPython(t *testing.T) {
+	m := sharedMaterializer(t)
+	var specs []any
+	for _, name := range []string{"submit_inc", "from_array"} {
+		submit(t, m, 7, updateGraph(t, name))
+		res := awaitResult(t, m)
+		if res.Err != nil {
+			t.Fatalf("%s: %s", name, res.Err.ExceptionText)
+		}
+		for _, task := range res.Tasks {
+			if len(task.Deps) == 0 {
+				specs = append(specs, task.RunSpec)
+			}
+		}
+	}
+	frames, err := protocol.Encode(protocol.NewMap("specs", specs), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in bytes.Buffer
+	if err := protocol.WriteFrames(&in, frames); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(testPython(t), "-c", `
+import struct, sys
+from distributed.protocol import loads
+b = sys.stdin.buffer.read()
+n = struct.unpack("<Q", b[8:16])[0]
+lengths = struct.unpack(f"<{n}Q", b[16:16 + 8 * n])
+frames, o = [], 16 + 8 * n
+for l in lengths:
+    frames.append(b[o:o + l]); o += l
+for node in loads(frames)["specs"]:
+    r = node({})
+    print(type(node).__name__, float(r.sum()) if hasattr(r, "sum") else r)
+`)
+	cmd.Stdin = &in
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("python could not load the run_specs: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	// inc(1) = 2; the four from_array chunks are 25x25 slices of arange(2500).
+	if len(lines) != 5 || lines[0] != "Task 2" {
+		t.Fatalf("python ran the run_specs as:\n%s", out)
+	}
+	var sum float64
+	for _, l := range lines[1:] {
+		var x float64
+		if _, err := fmt.Sscan(strings.TrimPrefix(l, "Task "), &x); err != nil {
+			t.Fatalf("chunk result %q: %v", l, err)
+		}
+		sum += x
+	}
+	if want := float64(2499 * 2500 / 2); sum != want {
+		t.Fatalf("chunk sums add to %v, want %v", sum, want)
+	}
+}
+
+// TestMaterializeErrors: failures come back as distributed's error_message
+// fields, with Python's texts, and the helper keeps serving.
+func TestMaterializeErrors(t *testing.T) {
+	m := sharedMaterializer(t)
+	cases := []struct {
+		name string
+		msg  *protocol.Map
+		want []string
+	}{
+		{"unimportable_module", updateGraph(t, "unimportable_module"), []string{
+			"RuntimeError", "Error during deserialization of the task graph. This frequently\\noccurs if the Scheduler and Client have different environments.",
+		}},
+		{"boom_materialize", updateGraph(t, "boom_materialize"), []string{"ValueError", "boom while materializing the graph"}},
+		{"no_expr", protocol.NewMap("op", "update-graph", "keys", protocol.Set{"x"}), []string{"KeyError", "expr_ser"}},
+	}
+	for i, tc := range cases {
+		submit(t, m, int64(i+1), tc.msg)
+	}
+	for i, tc := range cases {
+		res := awaitResult(t, m)
+		if res.RequestID != int64(i+1) {
+			t.Fatalf("result for request %d arrived in place of %d (%s)", res.RequestID, i+1, tc.name)
+		}
+		if res.Err == nil {
+			t.Fatalf("%s: materialized %d tasks, want an error", tc.name, len(res.Tasks))
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(res.Err.ExceptionText, w) {
+				t.Errorf("%s: exception text %q lacks %q", tc.name, res.Err.ExceptionText, w)
+			}
+		}
+		if b, ok := res.Err.Exception.(*protocol.Blob); !ok || b.Pickled {
+			t.Errorf("%s: exception is %s, want a __Serialized__ blob", tc.name, protocol.String(res.Err.Exception))
+		}
+		if res.Err.TracebackText == "" {
+			t.Errorf("%s: empty traceback text", tc.name)
+		}
+	}
+	submit(t, m, 9, updateGraph(t, "submit_inc"))
+	if res := awaitResult(t, m); res.Err != nil || len(res.Tasks) != 1 {
+		t.Fatalf("helper broken after errors: %+v", res)
+	}
+}
+
+func TestVersions(t *testing.T) {
+	m := sharedMaterializer(t)
+	v, err := m.Versions(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkgs, _ := v.Get("packages").(*protocol.Map)
+	host, _ := v.Get("host").(*protocol.Map)
+	for _, p := range []string{"dask", "distributed", "cloudpickle", "python"} {
+		if s, _ := pkgs.Get(p).(string); s == "" {
+			t.Errorf("versions lack packages.%s: %s", p, protocol.String(v))
+		}
+	}
+	if py, _ := host.Get("python").(string); py != pkgs.Get("python") {
+		t.Errorf("host.python %q differs from packages.python %q", py, pkgs.Get("python"))
+	}
+}
+
+// TestHelperCrashFailsInFlightAndRestarts kills the helper while it
+// unpickles a graph: the request gets an error naming the crash, and the
+// restarted helper serves the next one.
+func TestHelperCrashFailsInFlightAndRestarts(t *testing.T) {
+	m := startMaterializer(t, Config{StopGrace: 100 * time.Millisecond})
+	submit(t, m, 41, updateGraph(t, "slow_unpickle"))
+	waitInflight(t, m, 1)
+	pid := m.PID()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill helper %d: %v", pid, err)
+	}
+	res := awaitResult(t, m)
+	if res.RequestID != 41 || res.Err == nil {
+		t.Fatalf("want an error for request 41, got request %d err %v", res.RequestID, res.Err)
+	}
+	const want = "materializer helper exited (signal: killed) while materializing this graph"
+	if !strings.Contains(res.Err.ExceptionText, want) {
+		t.Errorf("exception text %q lacks %q", res.Err.ExceptionText, want)
+	}
+	if p, ok := res.Err.Exception.([]byte); !ok || !bytes.Contains(p, []byte("RuntimeError")) {
+		t.Errorf("exception is %s, want a pickled RuntimeError", protocol.String(res.Err.Exception))
+	}
+	submit(t, m, 42, updateGraph(t, "submit_inc"))
+	if res := awaitResult(t, m); res.RequestID != 42 || res.Err != nil || len(res.Tasks) != 1 {
+		t.Fatalf("restarted helper: request %d err %+v tasks %d", res.RequestID, res.Err, len(res.Tasks))
+	}
+	if m.PID() == pid || m.PID() == 0 {
+		t.Errorf("helper pid %d after restart, killed one was %d", m.PID(), pid)
+	}
+	// Close while the new helper is busy: it is killed, Close returns.
+	submit(t, m, 43, updateGraph(t, "slow_unpickle"))
+	waitInflight(t, m, 1)
+	busy := m.PID()
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(busy, 0); err == nil {
+		t.Errorf("helper %d still alive after Close", busy)
+	}
+	if err := m.Submit(scheduler.HelperRequest{ID: 44}); err != ErrClosed {
+		t.Errorf("Submit after Close: %v, want ErrClosed", err)
+	}
+}
+
+// waitInflight polls until n requests have been handed to the helper.
+func waitInflight(t *testing.T, m *Materializer, n int) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for m.inflight() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("request never reached the helper")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestStartFailsClearly(t *testing.T) {
+	_, err := Start(context.Background(), Config{Python: "/nonexistent/python3"})
+	if err == nil || !strings.Contains(err.Error(), "/nonexistent/python3") {
+		t.Fatalf("missing interpreter: %v", err)
+	}
+	// An interpreter without distributed: the error carries its stderr.
+	_, err = Start(context.Background(), Config{Python: testPython(t), Env: []string{"PYTHONPATH=" + mustAbs(t, "testdata/broken_env")}})
+	if err == nil || !strings.Contains(err.Error(), "did not start") || !strings.Contains(err.Error(), "broken environment for the test") {
+		t.Fatalf("broken environment: %v", err)
+	}
+}
+
+func mustAbs(t *testing.T, p string) string {
+	t.Helper()
+	a, err := filepath.Abs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}

@@ -1,0 +1,310 @@
+package compat
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"daskgo/protocol"
+)
+
+// defaultsYAML holds the defaults of the keys SchedulerSettings reads, with
+// distributed/distributed.yaml's values (2026.8.0) and spelling, plus our
+// own root-task-co-assignment switch. Being YAML, it takes part in dask's
+// "_"/"-" canonicalization exactly as distributed.yaml does.
+const defaultsYAML = `
+distributed:
+  scheduler:
+    allowed-failures: 3
+    bandwidth: 100000000
+    default-data-size: 1kiB
+    idle-timeout: null
+    no-workers-timeout: null
+    work-stealing: true
+    work-stealing-interval: 1s
+    worker-saturation: 1.1
+    rootish-taskgroup: 5
+    rootish-taskgroup-dependencies: 5
+    root-task-co-assignment: false
+    worker-ttl: "5 minutes"
+    unknown-task-duration: 500ms
+    default-task-durations:
+      rechunk-split: 1us
+      split-shuffle: 1us
+      split-taskshuffle: 1us
+      split-stage: 1us
+    validate: false
+  comm:
+    compression: false
+    timeouts:
+      connect: 30s
+      tcp: 30s
+`
+
+// SchedulerSettings are the dask configuration values that shape the
+// scheduler's behaviour (dask-protocol.md §6.13), typed and validated.
+type SchedulerSettings struct {
+	// WorkerSaturation: queued root tasks per worker thread; +Inf disables
+	// queuing (distributed.scheduler.worker-saturation).
+	WorkerSaturation float64
+	// RootTaskCoAssignment: with queuing off, co-assign sibling root tasks
+	// (distributed.scheduler.root-task-co-assignment, ours; default false).
+	RootTaskCoAssignment bool
+	// AllowedFailures: unexpected worker deaths a task survives before
+	// KilledWorker.
+	AllowedFailures int
+	// WorkerTTL: remove a worker silent for this long; 0 = never (null).
+	WorkerTTL                    time.Duration
+	RootishTaskgroup             int
+	RootishTaskgroupDependencies int
+	UnknownTaskDuration          time.Duration
+	// DefaultTaskDurations by task prefix.
+	DefaultTaskDurations map[string]time.Duration
+	Bandwidth            int64 // bytes per second
+	DefaultDataSize      int64 // bytes
+	WorkStealing         bool
+	WorkStealingInterval time.Duration
+	NoWorkersTimeout     time.Duration // 0 = off (null)
+	IdleTimeout          time.Duration // 0 = off (null)
+	// CommCompression: "" (false/null) or "lz4" ("auto" resolves to lz4).
+	CommCompression string
+	ConnectTimeout  time.Duration
+	TCPTimeout      time.Duration
+	// ValidateInvariants is distributed.scheduler.validate: check every invariant
+	// after every step (slow; for debugging).
+	ValidateInvariants bool
+}
+
+// LoadSchedulerSettings reads dask configuration from src and returns the
+// validated settings.
+func LoadSchedulerSettings(src ConfigSources) (SchedulerSettings, error) {
+	cfg, err := LoadDaskConfig(src)
+	if err != nil {
+		return SchedulerSettings{}, err
+	}
+	return SchedulerSettingsFrom(cfg)
+}
+
+// SchedulerSettingsFrom converts a merged configuration. Every bad value is
+// reported, each naming its key and what it accepts.
+func SchedulerSettingsFrom(cfg *DaskConfig) (SchedulerSettings, error) {
+	r := reader{cfg: cfg}
+	s := SchedulerSettings{
+		WorkerSaturation:             r.saturation("distributed.scheduler.worker-saturation"),
+		RootTaskCoAssignment:         r.boolean("distributed.scheduler.root-task-co-assignment"),
+		AllowedFailures:              r.integer("distributed.scheduler.allowed-failures"),
+		WorkerTTL:                    r.optDuration("distributed.scheduler.worker-ttl"),
+		RootishTaskgroup:             r.integer("distributed.scheduler.rootish-taskgroup"),
+		RootishTaskgroupDependencies: r.integer("distributed.scheduler.rootish-taskgroup-dependencies"),
+		UnknownTaskDuration:          r.duration("distributed.scheduler.unknown-task-duration"),
+		DefaultTaskDurations:         r.durations("distributed.scheduler.default-task-durations"),
+		Bandwidth:                    r.bytes("distributed.scheduler.bandwidth"),
+		DefaultDataSize:              r.bytes("distributed.scheduler.default-data-size"),
+		WorkStealing:                 r.boolean("distributed.scheduler.work-stealing"),
+		WorkStealingInterval:         r.duration("distributed.scheduler.work-stealing-interval"),
+		NoWorkersTimeout:             r.optDuration("distributed.scheduler.no-workers-timeout"),
+		IdleTimeout:                  r.optDuration("distributed.scheduler.idle-timeout"),
+		CommCompression:              r.compression("distributed.comm.compression"),
+		ConnectTimeout:               r.duration("distributed.comm.timeouts.connect"),
+		TCPTimeout:                   r.duration("distributed.comm.timeouts.tcp"),
+		ValidateInvariants:           r.boolean("distributed.scheduler.validate"),
+	}
+	if err := errors.Join(r.errs...); err != nil {
+		return s, err
+	}
+	return s, s.Validate()
+}
+
+// Validate rejects values the scheduler cannot work with, naming the dask
+// key of each.
+func (s *SchedulerSettings) Validate() error {
+	var errs []error
+	bad := func(key string, v any, accepted string) {
+		errs = append(errs, fmt.Errorf("%s: %s is not %s", key, pyRepr(v), accepted))
+	}
+	if !(s.WorkerSaturation > 0) {
+		bad("distributed.scheduler.worker-saturation", s.WorkerSaturation, `a number > 0 or "inf"`)
+	}
+	for key, n := range map[string]int{
+		"distributed.scheduler.allowed-failures":               s.AllowedFailures,
+		"distributed.scheduler.rootish-taskgroup":              s.RootishTaskgroup,
+		"distributed.scheduler.rootish-taskgroup-dependencies": s.RootishTaskgroupDependencies,
+	} {
+		if n < 0 {
+			bad(key, n, "an integer >= 0")
+		}
+	}
+	if s.Bandwidth <= 0 {
+		bad("distributed.scheduler.bandwidth", s.Bandwidth, "a byte size > 0")
+	}
+	if s.DefaultDataSize < 0 {
+		bad("distributed.scheduler.default-data-size", s.DefaultDataSize, "a byte size >= 0")
+	}
+	for key, d := range map[string]time.Duration{
+		"distributed.scheduler.worker-ttl":             s.WorkerTTL,
+		"distributed.scheduler.unknown-task-duration":  s.UnknownTaskDuration,
+		"distributed.scheduler.work-stealing-interval": s.WorkStealingInterval,
+		"distributed.scheduler.no-workers-timeout":     s.NoWorkersTimeout,
+		"distributed.scheduler.idle-timeout":           s.IdleTimeout,
+		"distributed.comm.timeouts.connect":            s.ConnectTimeout,
+		"distributed.comm.timeouts.tcp":                s.TCPTimeout,
+	} {
+		if d < 0 {
+			bad(key, d.String(), "a duration >= 0")
+		}
+	}
+	if s.WorkStealing && s.WorkStealingInterval <= 0 {
+		bad("distributed.scheduler.work-stealing-interval", s.WorkStealingInterval.String(), "a duration > 0 while work-stealing is on")
+	}
+	if !protocol.SupportedCompression(s.CommCompression) {
+		bad("distributed.comm.compression", s.CommCompression, `one of false, null, "auto", "lz4"`)
+	}
+	return errors.Join(errs...)
+}
+
+// reader converts config values, collecting one error per bad key.
+type reader struct {
+	cfg  *DaskConfig
+	errs []error
+}
+
+func (r *reader) get(key string) any {
+	v, _ := r.cfg.Get(key)
+	return v
+}
+
+func (r *reader) bad(key string, v any, accepted string) {
+	r.errs = append(r.errs, fmt.Errorf("%s: %s is not %s", key, pyRepr(v), accepted))
+}
+
+// saturation mirrors SchedulerState.__init__: "inf" (the only way to
+// write infinity in some config sources) or a number > 0. YAML's .inf and
+// float("inf") arrive as +Inf floats.
+func (r *reader) saturation(key string) float64 {
+	v := r.get(key)
+	if s, ok := v.(string); ok {
+		switch strings.ToLower(strings.TrimSpace(s)) {
+		case "inf", ".inf", "+inf", "infinity":
+			return math.Inf(1)
+		}
+	}
+	f, ok := number(v)
+	if !ok || !(f > 0) {
+		r.bad(key, v, `a number > 0 or "inf"`)
+		return 0
+	}
+	return f
+}
+
+func number(v any) (float64, bool) {
+	switch x := v.(type) {
+	case int:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	case float64:
+		return x, !math.IsNaN(x)
+	}
+	return 0, false
+}
+
+func (r *reader) integer(key string) int {
+	v := r.get(key)
+	f, ok := number(v)
+	if !ok || f != math.Trunc(f) || math.Abs(f) > math.MaxInt32 {
+		r.bad(key, v, "an integer")
+		return 0
+	}
+	return int(f)
+}
+
+// boolean accepts YAML 1.1's yes/no/on/off too: dask reads files with
+// PyYAML, which treats them as booleans.
+func (r *reader) boolean(key string) bool {
+	v := r.get(key)
+	switch x := v.(type) {
+	case bool:
+		return x
+	case string:
+		switch strings.ToLower(x) {
+		case "true", "yes", "on":
+			return true
+		case "false", "no", "off":
+			return false
+		}
+	}
+	r.bad(key, v, "true or false")
+	return false
+}
+
+func (r *reader) duration(key string) time.Duration {
+	v := r.get(key)
+	d, err := parseTimedelta(v)
+	if err != nil {
+		r.bad(key, v, `a duration such as "500ms", "30s", "5 minutes" or a number of seconds`)
+	}
+	return d
+}
+
+// optDuration is a duration where null (or false) means "off" (0).
+func (r *reader) optDuration(key string) time.Duration {
+	switch r.get(key) {
+	case nil, false:
+		return 0
+	}
+	return r.duration(key)
+}
+
+func (r *reader) durations(key string) map[string]time.Duration {
+	v := r.get(key)
+	d, ok := v.(map[string]any)
+	if !ok {
+		if v != nil {
+			r.bad(key, v, "a mapping of task prefix to duration")
+		}
+		return map[string]time.Duration{}
+	}
+	out := make(map[string]time.Duration, len(d))
+	for prefix, pv := range d {
+		dur, err := parseTimedelta(pv)
+		if err != nil {
+			r.bad(key+"."+prefix, pv, "a duration")
+		}
+		out[prefix] = dur
+	}
+	return out
+}
+
+func (r *reader) bytes(key string) int64 {
+	v := r.get(key)
+	n, err := parseBytes(v)
+	if err != nil {
+		r.bad(key, v, `a byte size such as 1000000, "100 MB" or "1 KiB"`)
+	}
+	return n
+}
+
+// compression accepts what distributed accepts and Go can do: false/null
+// (none), "auto" (lz4, as Python resolves it where lz4 is installed), "lz4".
+func (r *reader) compression(key string) string {
+	v := r.get(key)
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case bool:
+		if !x {
+			return ""
+		}
+	case string:
+		switch strings.ToLower(x) {
+		case "", "false", "none", "null":
+			return ""
+		case "auto", "lz4":
+			return "lz4"
+		}
+	}
+	r.bad(key, v, `one of false, null, "auto", "lz4" (dask-go-scheduler implements lz4 only)`)
+	return ""
+}
