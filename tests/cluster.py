@@ -1,0 +1,182 @@
+"""Start and stop a Go scheduler and stock `dask worker` processes for tests.
+
+Every process is started here as a direct child, remembered by PID, and
+stopped by that PID (SIGTERM, then SIGKILL after a grace period), also when
+the test fails. Nothing else on the machine is touched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BINARY = Path(os.environ.get("DASK_GO_SCHEDULER_BINARY", ROOT / "bin" / "dask-go-scheduler"))
+VENV_BIN = Path(sys.executable).parent
+TESTS = Path(__file__).resolve().parent
+
+
+def python_env(extra: dict | None = None) -> dict:
+    """The environment for scheduler and workers: the test modules are
+    importable there, as a user's own modules are in the same software
+    environment (the graph and the tasks reference test functions)."""
+    env = dict(os.environ)
+    env["PATH"] = f"{VENV_BIN}:{env.get('PATH', '')}"
+    env["PYTHONPATH"] = os.pathsep.join(p for p in [str(TESTS), env.get("PYTHONPATH", "")] if p)
+    if extra:
+        env.update(extra)
+    return env
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def build_binary() -> Path:
+    """Build bin/dask-go-scheduler if it is missing or older than the sources."""
+    if "DASK_GO_SCHEDULER_BINARY" in os.environ:
+        return BINARY
+    newest = max(p.stat().st_mtime for p in ROOT.rglob("*.go") if ".venv" not in p.parts)
+    if BINARY.exists() and BINARY.stat().st_mtime >= newest:
+        return BINARY
+    proc = subprocess.run(
+        ["go", "build", "-o", str(BINARY), "./cmd/dask-go-scheduler"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"go build failed:\n{proc.stdout}\n{proc.stderr}")
+    return BINARY
+
+
+def stop(proc: subprocess.Popen, grace: float = 10.0) -> None:
+    """Stop exactly this process: SIGTERM, wait, then SIGKILL."""
+    if proc.poll() is not None:
+        return
+    try:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
+
+
+def wait_for(predicate, timeout: float, what: str, proc: subprocess.Popen | None = None):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"{what}: process {proc.pid} exited with {proc.returncode}")
+        time.sleep(0.05)
+    raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
+
+
+class GoScheduler:
+    """The Go binary on 127.0.0.1 with a free port and a scheduler file."""
+
+    def __init__(self, tmp: Path, *args: str, env: dict | None = None):
+        self.tmp = Path(tmp)
+        self.scheduler_file = self.tmp / "scheduler.json"
+        self.log_path = self.tmp / "scheduler.log"
+        self.args = list(args)
+        self.env = env
+        self.proc: subprocess.Popen | None = None
+        self.address = ""
+
+    def start(self, timeout: float = 30) -> "GoScheduler":
+        build_binary()
+        env = python_env(self.env)
+        self.log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(
+            [
+                str(BINARY),
+                "--host", "127.0.0.1",
+                "--port", "0",
+                "--scheduler-file", str(self.scheduler_file),
+                *self.args,
+            ],
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+
+        def ready():
+            try:
+                return json.loads(self.scheduler_file.read_text())["address"]
+            except (OSError, ValueError, KeyError):
+                return None
+
+        self.address = wait_for(ready, timeout, "scheduler file", self.proc)
+        return self
+
+    def logs(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            stop(self.proc)
+            self.log.close()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+class Workers:
+    """Stock `dask worker` processes (each with its nanny, as users run them)."""
+
+    def __init__(self, tmp: Path):
+        self.tmp = Path(tmp)
+        self.procs: list[subprocess.Popen] = []
+
+    def start(self, scheduler: str | None, name: str, *extra: str, nthreads: int = 1,
+              env: dict | None = None, scheduler_file: Path | None = None) -> subprocess.Popen:
+        """Start `dask worker` for scheduler (an address), or with
+        --scheduler-file when scheduler_file is given."""
+        log = open(self.tmp / f"worker-{name}.log", "wb")
+        penv = python_env(env)
+        proc = subprocess.Popen(
+            [
+                str(VENV_BIN / "dask"), "worker",
+                *(["--scheduler-file", str(scheduler_file)] if scheduler_file else [scheduler]),
+                "--name", name,
+                "--nthreads", str(nthreads),
+                "--host", "127.0.0.1",
+                "--no-dashboard",
+                "--memory-limit", "2GiB",
+                "--local-directory", str(self.tmp / f"dask-{name}"),
+                *extra,
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=penv,
+        )
+        self.procs.append(proc)
+        return proc
+
+    def logs(self) -> str:
+        out = []
+        for p in sorted(self.tmp.glob("worker-*.log")):
+            out.append(f"--- {p.name}\n{p.read_text(errors='replace')[-4000:]}")
+        return "\n".join(out)
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            stop(proc, grace=15)
+        self.procs.clear()

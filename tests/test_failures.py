@@ -1,0 +1,104 @@
+"""Worker loss, KilledWorker, and features the Go scheduler does not support
+yet: each gives a correct result or a clear error, never a hang."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+
+import pytest
+from distributed import Client
+from distributed.scheduler import KilledWorker
+
+from cluster import GoScheduler, Workers, wait_for
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def slow_inc(x, delay=1.0):
+    time.sleep(delay)
+    return x + 1
+
+
+def worker_pids(client):
+    return client.run(os.getpid)
+
+
+@pytest.fixture
+def fresh_cluster(tmp_path):
+    """A scheduler and two workers of our own: these tests kill workers."""
+
+    def make(*scheduler_args, env=None):
+        sched = GoScheduler(tmp_path, *scheduler_args, env=env).start()
+        workers = Workers(tmp_path)
+        cleanup.append((sched, workers))
+        workers.start(sched.address, "k1", env=env)
+        workers.start(sched.address, "k2", env=env)
+        return sched, workers
+
+    cleanup: list = []
+    yield make
+    for sched, workers in cleanup:
+        workers.stop()
+        sched.stop()
+
+
+def test_sigkill_worker_mid_computation(fresh_cluster):
+    sched, _ = fresh_cluster()
+    with Client(sched.address, timeout=30) as c:
+        c.wait_for_workers(2, timeout=60)
+        futures = c.map(slow_inc, range(8), delay=1.0)
+        wait_for(lambda: c.processing() and any(c.processing().values()), 30, "tasks to start")
+        pids = worker_pids(c)
+        victim = sorted(pids)[0]
+        os.kill(pids[victim], signal.SIGKILL)
+        assert c.gather(futures) == [i + 1 for i in range(8)]
+
+
+def die():
+    os._exit(1)
+
+
+def test_killed_worker_after_allowed_failures(fresh_cluster):
+    env = {"DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "0"}
+    sched, _ = fresh_cluster(env=env)
+    with Client(sched.address, timeout=30) as c:
+        c.wait_for_workers(2, timeout=60)
+        fut = c.submit(die, key="die-1")
+        with pytest.raises(KilledWorker, match="die-1"):
+            fut.result(timeout=60)
+        # the cluster keeps working: the nanny replaced the dead worker
+        assert c.submit(slow_inc, 1, delay=0).result(timeout=60) == 2
+
+
+def test_unsupported_features_fail_fast(fresh_cluster):
+    sched, _ = fresh_cluster()
+    with Client(sched.address, timeout=30) as c:
+        c.wait_for_workers(2, timeout=60)
+        with pytest.raises(Exception, match="run_on_scheduler"):
+            c.run_on_scheduler(os.getpid)
+
+        from distributed.diagnostics.plugin import SchedulerPlugin
+
+        class P(SchedulerPlugin):
+            pass
+
+        with pytest.raises(Exception, match="scheduler plugin"):
+            c.register_plugin(P())
+
+
+def test_p2p_shuffle_names_the_fallback(fresh_cluster):
+    import dask
+    import dask.dataframe as dd
+    import pandas as pd
+
+    sched, _ = fresh_cluster()
+    with Client(sched.address, timeout=30) as c:
+        c.wait_for_workers(2, timeout=60)
+        pdf = pd.DataFrame({"k": list(range(100)), "v": list(range(100))})
+        ddf = dd.from_pandas(pdf, npartitions=4)
+        with dask.config.set({"dataframe.shuffle.method": "p2p"}):
+            with pytest.raises(Exception, match="dataframe.shuffle.method"):
+                c.compute(ddf.shuffle(on="k")).result(timeout=60)
