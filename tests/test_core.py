@@ -268,3 +268,9 @@ def test_introspection(client):
 def test_scheduler_file(go_cluster):
     with Client(scheduler_file=str(go_cluster.scheduler_file), timeout=30) as c:
         assert c.submit(operator.mul, 6, 7).result() == 42
+
+
+def test_versions_match(client):
+    versions = client.get_versions(check=True)
+    assert versions["scheduler"]["packages"]["distributed"] == versions["client"]["packages"]["distributed"]
+    assert set(versions["workers"]) == set(client.nthreads())

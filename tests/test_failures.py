@@ -102,3 +102,62 @@ def test_p2p_shuffle_names_the_fallback(fresh_cluster):
         with dask.config.set({"dataframe.shuffle.method": "p2p"}):
             with pytest.raises(Exception, match="dataframe.shuffle.method"):
                 c.compute(ddf.shuffle(on="k")).result(timeout=60)
+
+
+def test_restart(fresh_cluster):
+    from distributed.client import FutureCancelledError
+
+    sched, _ = fresh_cluster()
+    with Client(sched.address, timeout=30) as c:
+        c.wait_for_workers(2, timeout=60)
+        before = set(c.nthreads())
+        done = c.submit(slow_inc, 1, delay=0, key="before-restart")
+        assert done.result() == 2
+        running = c.submit(slow_inc, 2, delay=30, key="running-at-restart")
+        c.restart(timeout=60)
+        after = set(c.nthreads())
+        assert len(after) == 2 and not (after & before), (before, after)
+        with pytest.raises(FutureCancelledError):
+            running.result(timeout=10)
+        assert not c.who_has().get("before-restart")
+        assert c.submit(slow_inc, 10, delay=0).result(timeout=30) == 11
+
+
+def test_materialization_error_reaches_client(fresh_cluster, tmp_path):
+    """A graph the scheduler cannot unpickle (a module only the client has)
+    fails with the Python scheduler's RuntimeError, and the client goes on."""
+    sched, _ = fresh_cluster()
+    mod = tmp_path / "client_only_module_xyz.py"
+    mod.write_text("def double(x):\n    return 2 * x\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import client_only_module_xyz
+
+        with Client(sched.address, timeout=30) as c:
+            c.wait_for_workers(2, timeout=60)
+            fut = c.submit(client_only_module_xyz.double, 21)
+            with pytest.raises(RuntimeError, match="Error during deserialization of the task graph"):
+                fut.result(timeout=60)
+            assert c.submit(slow_inc, 1, delay=0).result(timeout=30) == 2
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("client_only_module_xyz", None)
+
+
+def test_silent_worker_removed_after_worker_ttl(fresh_cluster):
+    """A worker that stops answering (SIGSTOP: its TCP connections stay open)
+    is removed after worker-ttl and its task finishes elsewhere."""
+    env = {"DASK_DISTRIBUTED__SCHEDULER__WORKER_TTL": "1s"}
+    sched, _ = fresh_cluster(env=env)
+    with Client(sched.address, timeout=30) as c:
+        c.wait_for_workers(2, timeout=60)
+        fut = c.submit(slow_inc, 5, delay=3, key="on-frozen-worker")
+        wait_for(lambda: any(c.processing().values()), 30, "the task to start")
+        [holder] = [w for w, keys in c.processing().items() if keys]
+        pid = c.run(os.getpid, workers=[holder])[holder]
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            assert fut.result(timeout=60) == 6
+            assert holder not in c.nthreads()
+        finally:
+            os.kill(pid, signal.SIGCONT)

@@ -1,0 +1,114 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"daskgo/comm"
+	"daskgo/protocol"
+	"daskgo/scheduler"
+)
+
+// restart is Scheduler.restart: release every key (clients get "restart"),
+// then restart_workers: nanny-managed workers are killed by their nanny,
+// which starts a fresh worker process; workers without a nanny are closed.
+// With wait_for_workers the reply waits until as many workers as before are
+// back, and a timeout is reported as distributed's TimeoutError text.
+func (s *Server) restart(ctx context.Context, req *comm.Request) (any, error) {
+	timeout := 30 * time.Second
+	switch t := req.Args.Get("timeout").(type) {
+	case int64:
+		timeout = time.Duration(t) * time.Second
+	case float64:
+		timeout = time.Duration(t * float64(time.Second))
+	}
+	waitForWorkers := true
+	if w, ok := req.Args.Get("wait_for_workers").(bool); ok {
+		waitForWorkers = w
+	}
+	stimulusID, _ := req.Args.Get("stimulus_id").(string)
+	if stimulusID == "" {
+		stimulusID = fmt.Sprintf("restart-%d", time.Now().UnixNano())
+	}
+
+	old := map[string]string{} // worker -> nanny ("" without one)
+	if err := s.loop.query(ctx, func(st *scheduler.State) {
+		for _, w := range st.WorkerAddresses() {
+			old[w] = st.WorkerNanny(w)
+		}
+	}); err != nil {
+		return nil, err
+	}
+	if err := s.loop.submitWait(ctx, &scheduler.Restart{Base: scheduler.Base{ID: stimulusID, At: time.Now()}}); err != nil {
+		return nil, err
+	}
+	req.Log.Info().Int("workers", len(old)).Msg("restarting workers and releasing all keys")
+
+	deadline := time.Now().Add(timeout)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var failed []string
+	for w, nanny := range old {
+		if nanny == "" {
+			s.loop.submit(&scheduler.RemoveWorker{Base: base("restart-no-nanny"), Worker: w, Close: true, Reason: stimulusID})
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			kctx, cancel := context.WithDeadline(ctx, deadline)
+			defer cancel()
+			if _, err := s.pool.Call(kctx, nanny, protocol.NewMap("op", "kill", "reason", stimulusID, "reply", true)); err != nil {
+				mu.Lock()
+				failed = append(failed, w)
+				mu.Unlock()
+				req.Log.Warn().Err(err).Str("worker", w).Msg("nanny kill failed")
+			}
+		}()
+	}
+	wg.Wait()
+	for _, w := range failed {
+		s.loop.submit(&scheduler.RemoveWorker{Base: base("restart-kill-failed"), Worker: w, Close: true, Reason: stimulusID})
+	}
+	if len(failed) > 0 {
+		return nil, fmt.Errorf("TimeoutError: %d/%d nanny worker(s) did not shut down within %v: %v",
+			len(failed), len(old), timeout, failed)
+	}
+	if !waitForWorkers {
+		return nil, nil
+	}
+	return nil, s.waitForNewWorkers(ctx, old, deadline, timeout)
+}
+
+// waitForNewWorkers waits until as many running workers as before the
+// restart are registered, none of them an old one.
+func (s *Server) waitForNewWorkers(ctx context.Context, old map[string]string, deadline time.Time, timeout time.Duration) error {
+	for {
+		fresh := 0
+		if err := s.loop.query(ctx, func(st *scheduler.State) {
+			for _, w := range st.RunningWorkers() {
+				if _, was := old[w]; !was {
+					fresh++
+				}
+			}
+		}); err != nil {
+			return err
+		}
+		if fresh >= len(old) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("TimeoutError: waited for %d worker(s) to reconnect after restarting but, "+
+				"after %v, only %d have returned. Consider a longer timeout, or wait_for_workers=False. "+
+				"Workers without a nanny were just shut down instead of restarted",
+				len(old), timeout, fresh)
+		}
+		select {
+		case <-time.After(100 * time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
