@@ -103,15 +103,11 @@ func LoadDaskConfig(src ConfigSources) (*DaskConfig, error) {
 		files = append(files, src.File)
 	}
 	for _, f := range files {
-		data, err := os.ReadFile(f)
+		tree, err := readConfigFile(f)
 		if err != nil {
 			if errors.Is(err, fs.ErrPermission) {
 				continue // dask ignores unreadable files
 			}
-			return nil, fmt.Errorf("read dask config %s: %w", f, err)
-		}
-		tree, err := parseYAML(f, data)
-		if err != nil {
 			return nil, err
 		}
 		update(cfg.tree, tree)

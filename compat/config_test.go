@@ -260,3 +260,46 @@ func TestParseTimedeltaAndBytes(t *testing.T) {
 		}
 	}
 }
+
+// Files go through viper; dask's null (a value, not an absence) survives it.
+func TestViperFilesKeepDaskSemantics(t *testing.T) {
+	dir := t.TempDir()
+	yml := writeFile(t, filepath.Join(dir, "a.yaml"), `
+distributed:
+  scheduler:
+    worker_ttl: null
+    worker-saturation: .inf
+    root_task_co_assignment: yes
+`)
+	js := writeFile(t, filepath.Join(dir, "b.json"), `{"distributed": {"scheduler": {"allowed-failures": 7}}}`)
+	s := load(t, ConfigSources{Paths: []string{yml, js}, Env: []string{}})
+	if s.WorkerTTL != 0 || !math.IsInf(s.WorkerSaturation, 1) || !s.RootTaskCoAssignment || s.AllowedFailures != 7 {
+		t.Fatalf("got %+v", s)
+	}
+	// --config is above the search paths, the environment above both
+	file := writeFile(t, filepath.Join(dir, "cli.yaml"), "distributed: {scheduler: {worker-saturation: 1.0}}\n")
+	s = load(t, ConfigSources{Paths: []string{yml}, File: file, Env: []string{}})
+	if s.WorkerSaturation != 1.0 || !s.RootTaskCoAssignment {
+		t.Fatalf("--config: got %+v", s)
+	}
+	s = load(t, ConfigSources{Paths: []string{yml}, File: file, Env: []string{"DASK_DISTRIBUTED__SCHEDULER__WORKER_SATURATION=2.5"}})
+	if s.WorkerSaturation != 2.5 {
+		t.Fatalf("env over --config: got %v", s.WorkerSaturation)
+	}
+}
+
+func TestBadWithholdingValuesNameKeyAndChoices(t *testing.T) {
+	dir := t.TempDir()
+	for text, want := range map[string]string{
+		"distributed: {scheduler: {worker-saturation: -1}}":              `distributed.scheduler.worker-saturation: -1 is not a number > 0 or "inf"`,
+		"distributed: {scheduler: {worker-saturation: lots}}":            `distributed.scheduler.worker-saturation: "lots" is not a number > 0 or "inf"`,
+		"distributed: {scheduler: {root-task-co-assignment: sometimes}}": `distributed.scheduler.root-task-co-assignment: "sometimes" is not true or false`,
+		"distributed: {scheduler: {root-task-co-assignment: 2}}":         `distributed.scheduler.root-task-co-assignment: 2 is not true or false`,
+	} {
+		p := writeFile(t, filepath.Join(dir, "bad.yaml"), text)
+		_, err := LoadSchedulerSettings(ConfigSources{Paths: []string{}, File: p, Env: []string{}})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want %q", text, err, want)
+		}
+	}
+}

@@ -49,8 +49,10 @@ type SchedulerSettings struct {
 	// WorkerSaturation: queued root tasks per worker thread; +Inf disables
 	// queuing (distributed.scheduler.worker-saturation).
 	WorkerSaturation float64
-	// RootTaskCoAssignment: with queuing off, co-assign sibling root tasks
-	// (distributed.scheduler.root-task-co-assignment, ours; default false).
+	// RootTaskCoAssignment: with a finite worker-saturation, hand queued
+	// root tasks out in contiguous runs per worker, so siblings of a
+	// reduction share a worker (distributed.scheduler.root-task-co-assignment,
+	// ours; default false; scheduler/WITHHOLDING.md).
 	RootTaskCoAssignment bool
 	// AllowedFailures: unexpected worker deaths a task survives before
 	// KilledWorker.

@@ -205,6 +205,7 @@ func (s *State) Identity(nWorkers int) *protocol.Map {
 		"total_threads", int64(s.totalNThreads),
 		"total_memory", s.totalMemory,
 		"workers", workers,
+		"config", s.effectiveConfig(), // ours: stock clients keep extra keys
 	)
 }
 

@@ -298,7 +298,7 @@ func (s *State) forceMemory(ts *TaskState) {
 	case StatusMemory:
 		return
 	case StatusQueued:
-		s.queued.remove(ts)
+		s.unqueue(ts)
 	case StatusNoWorker:
 		s.unrunnable.Remove(ts)
 	case StatusProcessing:

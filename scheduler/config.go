@@ -21,6 +21,10 @@ type Config struct {
 	// WorkerSaturation: queue slots per thread for root-ish tasks;
 	// math.Inf(1) turns queuing off (distributed.scheduler.worker-saturation).
 	WorkerSaturation float64
+	// RootTaskCoAssignment: with a finite WorkerSaturation, queued root-ish
+	// tasks are handed out in contiguous runs of priorities per worker
+	// (distributed.scheduler.root-task-co-assignment; WITHHOLDING.md).
+	RootTaskCoAssignment bool
 	// RootishTaskgroup and RootishTaskgroupDependencies bound the dependency
 	// groups a root-ish task group may have (is_rootish).
 	RootishTaskgroup             int

@@ -54,7 +54,9 @@
 //   - tasks are queued only when queuing is on (finite worker-saturation),
 //     they are unrestricted, and no running worker has a free slot; tasks
 //     placed by the queuing policy never exceed a worker's slot limit
-//     max(ceil(saturation*nthreads), 1).
+//     max(ceil(saturation*nthreads), 1). With root-task-co-assignment,
+//     queued tasks sit in contiguous per-worker runs; WITHHOLDING.md lists
+//     those invariants and the complexity of each decision.
 //   - only running workers are in running/idle/saturated sets; removed
 //     workers are in none; needs_what, prefix counts and total threads
 //     match a recount.

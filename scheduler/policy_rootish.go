@@ -24,34 +24,51 @@ func (s *State) isRootish(ts *TaskState) bool {
 	return total < s.cfg.RootishTaskgroupDependencies
 }
 
+// queuingOff: worker-saturation is inf, so root-ish tasks are never withheld.
+func (s *State) queuingOff() bool { return math.IsInf(s.cfg.WorkerSaturation, 1) }
+
 // decideWorkerRootishQueuingEnabled mirrors
-// decide_worker_rootish_queuing_enabled: the least busy worker with a free
-// slot, or nil (the task gets or stays queued).
+// decide_worker_rootish_queuing_enabled: the least busy worker
+// (len(processing)/nthreads, ties by address) with a free slot, or nil (the
+// task gets or stays queued). The slot heap makes it O(log workers).
 func (s *State) decideWorkerRootishQueuingEnabled() *WorkerState {
-	var best *WorkerState
-	var bestLoad float64
-	for _, ws := range s.idleTaskCount.Items() {
-		load := float64(ws.processing.Len()) / float64(ws.NThreads)
-		if best == nil || load < bestLoad || (load == bestLoad && ws.Address < best.Address) {
-			best, bestLoad = ws, load
-		}
-	}
-	return best
+	return s.slotTop()
 }
 
-// decideWorkerRootishQueuingDisabled is the policy hook for root-ish tasks
-// when queuing is off (worker-saturation = inf). Today it picks the
-// least-loaded worker by worker_objective among idle workers (else all
-// running ones). distributed additionally co-assigns sibling tasks to
-// tg.lastWorker (decide_worker_rootish_queuing_disabled); that belongs
-// here, using TaskGroup.lastWorker/lastWorkerTasksLeft, which the rest of
-// the engine already carries.
+// decideWorkerRootishQueuingDisabled mirrors
+// decide_worker_rootish_queuing_disabled (worker-saturation = inf): keep
+// giving a group's tasks to tg.lastWorker for about
+// len(group)/total_nthreads*nthreads tasks, so siblings that feed the same
+// reduction share a worker; then pick the best worker by worker_objective
+// among idle workers (else all running ones). It relies, as distributed
+// does, on being called for a batch of ready tasks in priority order.
 func (s *State) decideWorkerRootishQueuingDisabled(ts *TaskState) *WorkerState {
 	pool := s.idle.Items()
 	if len(pool) == 0 {
 		pool = s.running.Items()
 	}
-	return s.minObjective(ts, pool)
+	if len(pool) == 0 {
+		return nil
+	}
+	tg := ts.group
+	var ws *WorkerState
+	// Python tests last_worker_tasks_left for truthiness: a negative count
+	// (floor gave 0 for a small data-producer group) keeps the worker too.
+	if lws := tg.lastWorker; lws != nil && tg.lastWorkerTasksLeft != 0 && lws.status == "running" && s.workers[lws.Address] == lws {
+		ws = lws
+	} else {
+		ws = s.minObjective(ts, pool)
+		tg.lastWorkerTasksLeft = int(math.Floor(float64(tg.size) / float64(s.totalNThreads) * float64(ws.NThreads)))
+	}
+	// record last_worker, or clear it on the group's final task (ts itself
+	// is still waiting here)
+	if tg.states[StatusReleased]+tg.states[StatusWaiting] > 1 {
+		tg.lastWorker = ws
+	} else {
+		tg.lastWorker = nil
+	}
+	tg.lastWorkerTasksLeft--
+	return ws
 }
 
 // minObjective picks the worker minimising worker_objective, ties by
@@ -110,22 +127,25 @@ func (s *State) commCost(ts *TaskState, ws *WorkerState) float64 {
 	return float64(nb) / s.bandwidth
 }
 
-// queueSlotsMaybeOpened mirrors stimulus_queue_slots_maybe_opened: move as
-// many tasks from the head of the queue to processing as there are free
-// slots on workers.
+// queueSlotsMaybeOpened mirrors stimulus_queue_slots_maybe_opened: while
+// a running worker has a free slot and tasks are queued, move the most
+// urgent queued task to the least busy such worker (or, with co-assignment,
+// the next task of that worker's runs). distributed first sums the free
+// slots over idle_task_count; filling until none is left is the same
+// result without the O(workers) sum, and each turn costs O(log n).
 func (s *State) queueSlotsMaybeOpened() {
-	if s.queued.Len() == 0 || math.IsInf(s.cfg.WorkerSaturation, 1) {
+	if s.queuedLen() == 0 || s.queuingOff() {
 		return
 	}
-	slots := 0
-	for _, ws := range s.idleTaskCount.Items() {
-		slots += taskSlotsAvailable(ws, s.cfg.WorkerSaturation)
+	if s.coOn() {
+		s.coFill()
+		return
 	}
-	for i := 0; i < slots; i++ {
-		qts := s.queued.peek()
-		if qts == nil {
+	for s.queued.Len() > 0 {
+		if s.slotTop() == nil {
 			return
 		}
+		qts := s.queued.peek()
 		s.transitionTo(qts, StatusProcessing)
 		if qts.state == StatusQueued {
 			return // no worker took it; stop rather than spin

@@ -36,6 +36,8 @@ type State struct {
 
 	queued     taskHeap
 	queueSeq   uint64
+	slots      ixheap[*slotEntry] // idle_task_count by load (queue.go)
+	co         coAssign           // withholding with co-assignment
 	unrunnable oset[*TaskState]
 
 	totalNThreads     int
@@ -86,6 +88,8 @@ func New(cfg Config) *State {
 		bandwidth: cfg.Bandwidth,
 		pending:   map[string]*pendingGraph{},
 		held:      map[string][]Stimulus{},
+		slots:     newSlotHeap(),
+		co:        newCoAssign(),
 	}
 	s.log.init(cfg.TransitionLogSize)
 	s.addClientState(fireAndForget)
@@ -181,6 +185,9 @@ func (s *State) dispatch(st Stimulus) {
 	case *RequestRefreshWhoHas:
 		s.sid("request-refresh-who-has")
 		s.handleRefreshWhoHas(x)
+	case *ConfigChange:
+		s.sid("config-change")
+		s.handleConfigChange(x)
 	case *Tick:
 		s.sid("check-worker-ttl")
 		s.handleTick()

@@ -33,6 +33,7 @@ func (s *State) handleRemoveWorker(addr string, expected, closeIt bool, reason s
 	s.idle.Remove(ws)
 	s.idleTaskCount.Remove(ws)
 	s.saturated.Remove(ws)
+	s.coHandBack(ws)
 	delete(s.workers, addr)
 	s.workerOrder.Remove(ws)
 	ws.closed = true

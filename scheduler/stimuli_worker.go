@@ -132,6 +132,7 @@ func (s *State) handleWorkerStatusChange(x *WorkerStatusChange) {
 	s.idle.Remove(ws)
 	s.idleTaskCount.Remove(ws)
 	s.saturated.Remove(ws)
+	s.coHandBack(ws)
 }
 
 // handleHeartbeat mirrors Scheduler.heartbeat_worker.

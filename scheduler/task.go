@@ -124,6 +124,9 @@ type TaskState struct {
 	epoch    uint64 // == State.graphEpoch: touched by the graph being applied
 	queueIdx int    // index in State.queued, -1 when not queued
 	queueSeq uint64 // tie-breaker: oldest first, like HeapSet
+	// coBlock/coPos: the task's place in a co-assignment run (coassign.go)
+	coBlock *coBlock
+	coPos   int
 }
 
 // State returns the task's current state.

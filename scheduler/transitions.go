@@ -181,10 +181,11 @@ type Transition struct {
 }
 
 type transitionLog struct {
-	buf  []Transition
-	capN int
-	next int // oldest entry once full
-	full bool
+	total uint64 // transitions ever logged, for benchmarks
+	buf   []Transition
+	capN  int
+	next  int // oldest entry once full
+	full  bool
 }
 
 func (l *transitionLog) init(n int) {
@@ -193,6 +194,7 @@ func (l *transitionLog) init(n int) {
 }
 
 func (l *transitionLog) add(k protocol.Key, from, to Status, sid string, at time.Time) {
+	l.total++
 	t := Transition{Key: k, From: from, To: to, StimulusID: sid, At: at}
 	if !l.full {
 		l.buf = append(l.buf, t)

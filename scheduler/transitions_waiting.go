@@ -69,6 +69,11 @@ func (s *State) transitionWaitingProcessing(ts *TaskState, _ *transArgs) {
 				s.recommend(ts, StatusNoWorker)
 				return
 			}
+		} else if s.coOn() {
+			// with co-assignment every root-ish task goes through the
+			// queue; coFill hands it out from its worker's run
+			s.recommend(ts, StatusQueued)
+			return
 		} else if ws = s.decideWorkerRootishQueuingEnabled(); ws == nil {
 			s.recommend(ts, StatusQueued)
 			return
@@ -102,14 +107,19 @@ func (s *State) transitionWaitingNoWorker(ts *TaskState, _ *transArgs) {
 
 // transitionQueuedReleased mirrors _transition_queued_released.
 func (s *State) transitionQueuedReleased(ts *TaskState, _ *transArgs) {
-	s.queued.remove(ts)
+	s.unqueue(ts)
 	s.propagateReleased(ts)
 }
 
 // transitionQueuedProcessing mirrors _transition_queued_processing.
 func (s *State) transitionQueuedProcessing(ts *TaskState, _ *transArgs) {
-	if ws := s.decideWorkerRootishQueuingEnabled(); ws != nil {
-		s.queued.remove(ts)
+	ws := s.co.target // set by coFill: the worker whose run ts came from
+	s.co.target = nil
+	if ws == nil {
+		ws = s.decideWorkerRootishQueuingEnabled()
+	}
+	if ws != nil {
+		s.unqueue(ts)
 		ts.viaQueuePolicy = true
 		s.addToProcessing(ts, ws)
 	}
@@ -117,7 +127,7 @@ func (s *State) transitionQueuedProcessing(ts *TaskState, _ *transArgs) {
 
 // transitionQueuedErred mirrors _transition_queued_erred.
 func (s *State) transitionQueuedErred(ts *TaskState, a *transArgs) {
-	s.queued.remove(ts)
+	s.unqueue(ts)
 	s.propagateErred(ts, a)
 }
 

@@ -81,7 +81,7 @@ func (s *State) validateTaskState(ts *TaskState) {
 	if ts.state != StatusProcessing && ts.processingOn != nil {
 		s.broken(ts, "processing_on set outside processing")
 	}
-	if (ts.state == StatusQueued) != s.queued.has(ts) {
+	if (ts.state == StatusQueued) != s.isQueued(ts) {
 		s.broken(ts, "queued state and queue membership disagree")
 	}
 	if (ts.state == StatusNoWorker) != s.unrunnable.Has(ts) {
@@ -264,10 +264,11 @@ func (s *State) validateQueue() {
 			s.broken(ts, "heap order broken at %d", i)
 		}
 	}
-	if s.queued.Len() > 0 {
+	s.validateWithholding()
+	if s.queuedLen() > 0 {
 		for _, ws := range s.idleTaskCount.Items() {
 			if taskSlotsAvailable(ws, s.cfg.WorkerSaturation) > 0 {
-				panic(fmt.Sprintf("scheduler invariant broken: %d tasks queued while %s has a free slot", s.queued.Len(), ws.Address))
+				panic(fmt.Sprintf("scheduler invariant broken: %d tasks queued while %s has a free slot", s.queuedLen(), ws.Address))
 			}
 		}
 	}

@@ -50,6 +50,11 @@ type WorkerState struct {
 	// occupancy. A slice, not a map, so float sums are deterministic.
 	prefixCount   []prefixCount
 	usedResources map[string]float64
+
+	// slotPos is 1 + the worker's index in State.slots (0: absent);
+	// coRuns are the co-assignment runs it owns (coassign.go).
+	slotPos int
+	coRuns  *ixheap[*coRun]
 }
 
 type prefixCount struct {
@@ -250,6 +255,7 @@ func (s *State) checkIdleSaturated(ws *WorkerState) {
 	} else {
 		s.idleTaskCount.Remove(ws)
 	}
+	s.slotUpdate(ws)
 }
 
 func (s *State) isUnoccupied(ws *WorkerState, occ float64, p int) bool {

@@ -113,6 +113,7 @@ func shutdown(srv *server.Server, log zerolog.Logger) {
 func engineConfig(st compat.SchedulerSettings) scheduler.Config {
 	c := scheduler.Config{
 		WorkerSaturation:             st.WorkerSaturation,
+		RootTaskCoAssignment:         st.RootTaskCoAssignment,
 		RootishTaskgroup:             st.RootishTaskgroup,
 		RootishTaskgroupDependencies: st.RootishTaskgroupDependencies,
 		WorkerTTL:                    st.WorkerTTL,
