@@ -1,0 +1,143 @@
+package server
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"daskgo/protocol"
+	"daskgo/scheduler"
+)
+
+var now = time.Unix(1_700_000_000, 0)
+
+func tupleKey(t *testing.T, parts ...any) protocol.Key {
+	t.Helper()
+	k, err := protocol.KeyOf(parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func TestWorkerStimulusTaskFinished(t *testing.T) {
+	m := protocol.NewMap("op", "task-finished", "key", []any{"sum-abc", int64(0), int64(1)}, "run_id", int64(7),
+		"nbytes", int64(28), "type", []byte("cls"), "typename", "int", "metadata", &protocol.Map{}, "thread", int64(1),
+		"startstops", []any{protocol.NewMap("action", "compute", "start", 1.0, "stop", 1.5)},
+		"stimulus_id", "task-finished-1", "status", "OK")
+	st, ok, err := workerStimulus("tcp://w:1", m, now)
+	if err != nil || !ok {
+		t.Fatalf("ok=%v err=%v", ok, err)
+	}
+	tf := st.(*scheduler.TaskFinished)
+	if tf.Key != tupleKey(t, "sum-abc", int64(0), int64(1)) || tf.RunID != 7 || tf.NBytes != 28 ||
+		string(tf.Type) != "cls" || tf.Worker != "tcp://w:1" || tf.ID != "task-finished-1" || !tf.At.Equal(now) {
+		t.Fatalf("got %+v", tf)
+	}
+	if len(tf.StartStops) != 1 || tf.StartStops[0].Stop != 1.5 {
+		t.Fatalf("startstops %+v", tf.StartStops)
+	}
+}
+
+func TestWorkerStimulusRejectsBadFields(t *testing.T) {
+	cases := []*protocol.Map{
+		protocol.NewMap("op", "task-finished", "key", []byte("bytes are not keys"), "run_id", int64(1)),
+		protocol.NewMap("op", "task-finished", "key", "k", "run_id", "seven"),
+		protocol.NewMap("op", "add-keys", "keys", "not-a-list-of-keys-but-a-str"),
+		protocol.NewMap("op", "long-running", "key", "k", "compute_duration", []any{}),
+		protocol.NewMap("op", "no-such-op"),
+		protocol.NewMap("key", "k"),
+	}
+	for i, m := range cases {
+		if _, ok, err := workerStimulus("tcp://w:1", m, now); err == nil || ok {
+			t.Errorf("case %d (%s): ok=%v err=%v, want an error", i, protocol.String(m), ok, err)
+		}
+	}
+}
+
+func TestWorkerStimulusIgnoresChatter(t *testing.T) {
+	for _, op := range []string{"keep-alive", "log-event", "steal-response"} {
+		st, ok, err := workerStimulus("tcp://w:1", protocol.NewMap("op", op), now)
+		if st != nil || ok || err != nil {
+			t.Errorf("%s: st=%v ok=%v err=%v", op, st, ok, err)
+		}
+	}
+}
+
+func TestClientStimuli(t *testing.T) {
+	keys := protocol.Set{"a", []any{"b", int64(1)}}
+	cases := map[string]func(scheduler.Stimulus) bool{
+		"client-desires-keys":  func(s scheduler.Stimulus) bool { return len(s.(*scheduler.ClientDesiresKeys).Keys) == 2 },
+		"client-releases-keys": func(s scheduler.Stimulus) bool { return s.(*scheduler.ClientReleasesKeys).Client == "c1" },
+		"cancel-keys":          func(s scheduler.Stimulus) bool { return s.(*scheduler.CancelKeys).Force },
+		"heartbeat-client":     func(s scheduler.Stimulus) bool { return s.(*scheduler.HeartbeatClient).Client == "c1" },
+		"close-client":         func(s scheduler.Stimulus) bool { return s.(*scheduler.RemoveClient).Client == "c1" },
+		"update-graph":         func(s scheduler.Stimulus) bool { return s.(*scheduler.UpdateGraph).Msg != nil },
+	}
+	for op, check := range cases {
+		m := protocol.NewMap("op", op, "keys", keys, "force", true)
+		st, ok, err := clientStimulus("c1", m, now)
+		if err != nil || !ok || !check(st) {
+			t.Errorf("%s: st=%+v ok=%v err=%v", op, st, ok, err)
+		}
+	}
+	if _, _, err := clientStimulus("c1", protocol.NewMap("op", "run-python-here"), now); err == nil ||
+		!strings.Contains(err.Error(), "run-python-here") {
+		t.Errorf("unknown client op: err=%v, want one naming the op", err)
+	}
+}
+
+func TestUpdateDataFields(t *testing.T) {
+	m := protocol.NewMap("op", "update-data",
+		"who_has", &protocol.Map{Entries: []protocol.Entry{{Key: "x", Value: []any{"tcp://w:1"}}}},
+		"nbytes", &protocol.Map{Entries: []protocol.Entry{{Key: "x", Value: int64(10)}}})
+	st, ok, err := clientStimulus("c1", m, now)
+	if err != nil || !ok {
+		t.Fatalf("ok=%v err=%v", ok, err)
+	}
+	ud := st.(*scheduler.UpdateData)
+	if got := ud.WhoHas[protocol.StrKey("x")]; len(got) != 1 || got[0] != "tcp://w:1" || ud.NBytes[protocol.StrKey("x")] != 10 {
+		t.Fatalf("got %+v", ud)
+	}
+	bad := protocol.NewMap("op", "update-data", "who_has",
+		&protocol.Map{Entries: []protocol.Entry{{Key: protocol.NewMap(), Value: []any{}}}})
+	if _, _, err := clientStimulus("c1", bad, now); err == nil {
+		t.Fatal("a dict as a key must be rejected")
+	}
+}
+
+func TestAddWorkerStimulus(t *testing.T) {
+	m := protocol.NewMap("op", "register-worker", "address", "tcp://127.0.0.1:4000", "status", "init",
+		"nthreads", int64(2), "name", int64(3), "memory_limit", int64(1<<30), "resources", protocol.NewMap("GPU", int64(2)),
+		"nanny", "tcp://127.0.0.1:4001", "services", protocol.NewMap("dashboard", int64(1)))
+	aw, err := addWorkerStimulus(m, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if aw.Name != "3" || aw.NThreads != 2 || aw.Resources["GPU"] != 2 || aw.Nanny != "tcp://127.0.0.1:4001" {
+		t.Fatalf("got %+v", aw)
+	}
+	if _, err := addWorkerStimulus(protocol.NewMap("op", "register-worker", "nthreads", int64(1)), now); err == nil {
+		t.Fatal("register-worker without an address must be refused")
+	}
+}
+
+func TestP2PGraphIsRejectedWithTheFallback(t *testing.T) {
+	gm := &scheduler.GraphMaterialized{Tasks: []scheduler.GraphTask{
+		{Key: protocol.StrKey("shuffle-transfer-1"), Kind: "Task"},
+		{Key: protocol.StrKey("shuffle-barrier-1"), Kind: "P2PBarrierTask"},
+	}}
+	rejectUnsupportedGraph(gm)
+	if gm.Err == nil || gm.Tasks != nil {
+		t.Fatalf("a P2P graph must become an error, got %+v", gm)
+	}
+	if !strings.Contains(gm.Err.ExceptionText, "dataframe.shuffle.method") ||
+		!strings.Contains(string(gm.Err.Exception.([]byte)), "NotImplementedError") {
+		t.Fatalf("error must name the config that switches to tasks: %+v", gm.Err)
+	}
+	plain := &scheduler.GraphMaterialized{Tasks: []scheduler.GraphTask{{Key: protocol.StrKey("inc-1"), Kind: "Task"}}}
+	rejectUnsupportedGraph(plain)
+	if plain.Err != nil || len(plain.Tasks) != 1 {
+		t.Fatalf("a plain graph must pass: %+v", plain)
+	}
+}
