@@ -136,36 +136,25 @@ func (l *loop) submit(st scheduler.Stimulus) {
 
 // submitWait queues a stimulus and waits until the engine has handled it.
 func (l *loop) submitWait(ctx context.Context, st scheduler.Stimulus) error {
-	done := make(chan struct{})
-	select {
-	case l.events <- event{stim: st, done: done}:
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-l.srv.ctx.Done():
-		return errShuttingDown
-	}
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-l.srv.ctx.Done():
-		return errShuttingDown
-	}
+	return l.await(ctx, event{stim: st, done: make(chan struct{})})
 }
 
 // query runs fn on the engine goroutine and waits for it.
 func (l *loop) query(ctx context.Context, fn func(*scheduler.State)) error {
-	done := make(chan struct{})
+	return l.await(ctx, event{query: fn, done: make(chan struct{})})
+}
+
+// await queues ev and waits for the loop to close ev.done.
+func (l *loop) await(ctx context.Context, ev event) error {
 	select {
-	case l.events <- event{query: fn, done: done}:
+	case l.events <- ev:
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-l.srv.ctx.Done():
 		return errShuttingDown
 	}
 	select {
-	case <-done:
+	case <-ev.done:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
