@@ -1,0 +1,278 @@
+"""Benchmarks side by side: the Python scheduler and the Go scheduler, on
+the same workloads, stock workers and stock Client (issue 5).
+
+    scripts/bench.sh                 # full run: fresh cluster per run, 3 interleaved repetitions
+    scripts/bench.sh --smoke         # tiny sizes, 1 repetition, one cluster per configuration
+    scripts/bench.sh --workloads basic-sum --configs go-queuing --repetitions 1 --no-overhead
+
+For every (workload, configuration, repetition) it records wall time, the
+worker processes' summed RSS every 100 ms (psutil, from outside) and its
+peak, bytes transferred and spilled (workers' own counters, see
+workloads.worker_counters), the scheduler's CPU seconds and peak RSS (and
+separately those of the Go scheduler's materializer helper). Results go to
+--results (default scripts/bench/results; smoke: a temporary directory):
+latest.json, timeseries.json, overhead.json, latest.md and PNG plots.
+Exits non-zero if any run failed or a checksum was wrong.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import shutil
+import signal
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+import psutil
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import overhead  # noqa: E402
+import report  # noqa: E402
+from procs import BENCH, CONFIGS, Sampler, Scheduler, Workers  # noqa: E402
+from workloads import WORKLOADS, Context, warm_up, worker_counters  # noqa: E402
+
+
+class Cluster:
+    """A fresh scheduler of one configuration, n stock workers and a Client."""
+
+    def __init__(self, config: str, tmp: Path, n_workers: int, memory_limit: int, nanny: bool = True):
+        kind, env = CONFIGS[config]
+        self.config, self.tmp = config, tmp
+        self.scheduler = Scheduler(kind, env, tmp)
+        self.workers = Workers(tmp, self.scheduler.scheduler_file, n_workers, memory_limit, nanny=nanny)
+        self.n_workers = n_workers
+        self.client = None
+
+    def __enter__(self) -> "Cluster":
+        from distributed import Client
+
+        try:
+            self.scheduler.launch()
+            self.workers.start()  # they wait for the scheduler file: both start up at once
+            self.scheduler.wait_ready()
+            self.client = Client(scheduler_file=str(self.scheduler.scheduler_file), timeout=60)
+            self.client.wait_for_workers(self.n_workers, timeout=120)
+            pids = self.client.run(os.getpid)
+            self.workers.worker_pids = list(pids.values())
+            self.client.run(warm_up)
+            import dask.array as da
+
+            self.client.compute(da.ones((4,), chunks=1).sum()).result(60)  # a first graph, untimed
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.client is not None:
+            try:
+                self.client.close(timeout=10)
+            except Exception:  # noqa: BLE001 - teardown goes on regardless
+                pass
+        self.workers.stop()
+        self.scheduler.stop()
+
+    def logs(self) -> str:
+        return f"--- scheduler\n{self.scheduler.logs()}\n{self.workers.logs()}"
+
+
+def counters(client) -> dict:
+    per_worker = client.run(worker_counters)
+    return {k: sum(w[k] for w in per_worker.values()) for k in ("transferred", "spilled")}
+
+
+def run_workload(cluster: Cluster, name: str, ctx: Context, rep: int, timeout: float) -> tuple[dict, dict]:
+    """One timed run on a running cluster: returns (record, timeseries)."""
+    rec = {"workload": name, "configuration": cluster.config, "repetition": rep, "ok": False}
+    series: dict = {}
+    try:
+        prepared = WORKLOADS[name](ctx)
+        rec.update(data_bytes=prepared.data_bytes, chunks=prepared.chunks, description=prepared.describe())
+        client = cluster.client
+        before = counters(client)
+        sampler = Sampler(cluster.workers.worker_pids, cluster.scheduler.proc.pid)
+        cpu0, helper0 = sampler.scheduler_cpu()
+        sampler.start()
+        t0 = time.perf_counter()
+        try:
+            value = prepared.run(client, timeout)
+        finally:
+            wall = time.perf_counter() - t0
+            sampler.stop()
+        cpu1, helper1 = sampler.scheduler_cpu()
+        after = counters(client)
+        rec.update(
+            wall_s=wall,
+            peak_memory_bytes=max(sampler.worker_rss),
+            transferred_bytes=after["transferred"] - before["transferred"],
+            spilled_bytes=after["spilled"] - before["spilled"],
+            scheduler_cpu_s=cpu1 - cpu0,
+            scheduler_peak_rss_bytes=max(sampler.scheduler_rss),
+            helper_cpu_s=max(0.0, helper1 - helper0),
+            helper_peak_rss_bytes=max(sampler.helper_rss),
+            checksum=value,
+        )
+        series = {"t": [round(t, 3) for t in sampler.times], "worker_rss": sampler.worker_rss,
+                  "scheduler_rss": sampler.scheduler_rss}
+        problem = prepared.check(value)
+        rec["ok"] = problem is None
+        if problem:
+            rec["error"] = f"wrong result: {problem}"
+    except Exception as e:  # noqa: BLE001 - recorded, reported, and fails the exit code
+        rec["error"] = f"{type(e).__name__}: {e}"
+        rec["traceback"] = traceback.format_exc()
+    return rec, series
+
+
+def check_consistency(records: list[dict]) -> None:
+    """Every configuration must produce the checksum of the first one that
+    succeeded (same seeded data, same graph)."""
+    reference: dict[str, float] = {}
+    for rec in records:
+        if not rec["ok"]:
+            continue
+        ref = reference.setdefault(rec["workload"], rec["checksum"])
+        if not math.isclose(rec["checksum"], ref, rel_tol=1e-6, abs_tol=1e-9):
+            rec["ok"] = False
+            rec["error"] = f"wrong result: checksum {rec['checksum']!r} differs from {ref!r}"
+
+
+def log_run(rec: dict) -> None:
+    if rec["ok"]:
+        print(f"  {rec['workload']:16} {rec['configuration']:20} rep {rec['repetition']}: "
+              f"{rec['wall_s']:7.2f} s  peak {rec['peak_memory_bytes'] / 2**30:6.2f} GiB  "
+              f"sched cpu {rec['scheduler_cpu_s']:6.2f} s", flush=True)
+    else:
+        print(f"  {rec['workload']:16} {rec['configuration']:20} rep {rec['repetition']}: FAILED "
+              f"{rec.get('error')}", flush=True)
+
+
+def run_matrix(args, ctx: Context, tmp: Path) -> tuple[list[dict], dict]:
+    records, series = [], {}
+
+    def keep(cluster, rec, ts):
+        records.append(rec)
+        series[f"{rec['workload']}|{rec['configuration']}|{rec['repetition']}"] = ts
+        log_run(rec)
+        if not rec["ok"]:
+            (tmp / "failures.log").open("a").write(
+                f"=== {rec['workload']} {rec['configuration']}\n{rec.get('traceback', '')}\n{cluster.logs()}\n")
+
+    if args.reuse_cluster:  # smoke: one cluster per configuration, every workload on it
+        for config in args.configs:
+            pending = list(args.workloads)
+            while pending:
+                d = Path(tempfile.mkdtemp(prefix=f"{config}-", dir=tmp))
+                t0 = time.perf_counter()
+                with Cluster(config, d, args.workers, args.memory_limit, nanny=not args.smoke) as cluster:
+                    print(f"  {config}: cluster up in {time.perf_counter() - t0:.1f} s", flush=True)
+                    while pending:
+                        rec, ts = run_workload(cluster, pending.pop(0), ctx, 0, args.timeout)
+                        keep(cluster, rec, ts)
+                        if not rec["ok"]:
+                            break  # the cluster may be broken: a fresh one for the rest
+        return records, series
+    for name in args.workloads:
+        for rep in range(args.repetitions):
+            for config in args.configs:  # interleaved: A B C D E, A B C D E, ...
+                d = Path(tempfile.mkdtemp(prefix=f"{name}-{config}-{rep}-", dir=tmp))
+                try:
+                    with Cluster(config, d, args.workers, args.memory_limit) as cluster:
+                        rec, ts = run_workload(cluster, name, ctx, rep, args.timeout)
+                        keep(cluster, rec, ts)
+                except Exception as e:  # noqa: BLE001 - a cluster that did not start
+                    rec = {"workload": name, "configuration": config, "repetition": rep, "ok": False,
+                           "error": f"cluster: {type(e).__name__}: {e}"}
+                    records.append(rec)
+                    log_run(rec)
+    return records, series
+
+
+def describe_machine(args) -> dict:
+    return {
+        "command": " ".join(["scripts/bench.sh", *sys.argv[1:]]),
+        "machine": f"{platform.node()} {platform.machine()} {psutil.cpu_count()} CPUs, "
+                   f"{psutil.virtual_memory().total / 2**30:.1f} GiB RAM, {platform.platform()}",
+        "python": platform.python_version(),
+        "workers": args.workers, "memory_limit_bytes": args.memory_limit, "scale": args.scale,
+        "repetitions": args.repetitions, "smoke": args.smoke,
+        "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+    }
+
+
+def parse_args(argv=None):
+    from dask.utils import parse_bytes
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--smoke", action="store_true", help="tiny sizes, 1 repetition, < 2 min")
+    ap.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated subset")
+    ap.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated subset")
+    ap.add_argument("--repetitions", type=int, default=None, help="default 3 (smoke: 1)")
+    ap.add_argument("--workers", type=int, default=None, help="stock workers, 1 thread each (default 4; smoke 2)")
+    ap.add_argument("--memory-limit", default="1GiB", help="per worker (default 1GiB)")
+    ap.add_argument("--scale", type=float, default=1.0, help="multiply every workload's size")
+    ap.add_argument("--timeout", type=float, default=None, help="per run, seconds (default 900; smoke 60)")
+    ap.add_argument("--results", type=Path, default=None, help="output directory")
+    ap.add_argument("--reuse-cluster", action="store_true", help="one cluster per configuration (smoke does)")
+    ap.add_argument("--no-overhead", action="store_true", help="skip the scheduler-overhead benchmarks")
+    ap.add_argument("--overhead-only", action="store_true", help="only the scheduler-overhead benchmarks")
+    args = ap.parse_args(argv)
+    args.workloads = [w for w in args.workloads.split(",") if w]
+    args.configs = [c for c in args.configs.split(",") if c]
+    for w in args.workloads:
+        if w not in WORKLOADS:
+            ap.error(f"unknown workload {w!r}; known: {', '.join(WORKLOADS)}")
+    for c in args.configs:
+        if c not in CONFIGS:
+            ap.error(f"unknown configuration {c!r}; known: {', '.join(CONFIGS)}")
+    args.memory_limit = parse_bytes(args.memory_limit)
+    args.repetitions = args.repetitions or (1 if args.smoke else 3)
+    args.workers = args.workers or (2 if args.smoke else 4)
+    args.timeout = args.timeout or (60 if args.smoke else 900)
+    args.reuse_cluster = args.reuse_cluster or args.smoke
+    return args
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    # SIGTERM unwinds like Ctrl-C, so every `with Cluster` stops its processes.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    out = args.results or (Path(tempfile.mkdtemp(prefix="bench-smoke-")) if args.smoke else BENCH / "results")
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="bench-run-"))
+    ctx = Context(memory=args.workers * args.memory_limit, nthreads=args.workers, smoke=args.smoke,
+                  scale=args.scale)
+    machine = describe_machine(args)
+    print(f"results: {out}\nmachine: {machine['machine']}\ncluster: {args.workers} workers x 1 thread, "
+          f"{args.memory_limit / 2**30:.2f} GiB each", flush=True)
+    started = time.perf_counter()
+    records, series, over = [], {}, []
+    if not args.overhead_only:
+        records, series = run_matrix(args, ctx, tmp)
+        check_consistency(records)
+    if not args.no_overhead:
+        over = overhead.run_all(tmp, smoke=args.smoke)
+    report.write(out, records, series, over, machine)
+    failed = [r for r in records + over if not r["ok"]]
+    print(f"\n{len(records)} workload runs, {len(over)} overhead runs, {len(failed)} failed, "
+          f"{time.perf_counter() - started:.0f} s; results in {out}", flush=True)
+    for r in failed:
+        print(f"FAILED {r.get('workload') or r.get('benchmark')} {r.get('configuration') or r.get('scheduler')}: "
+              f"{r.get('error')}", flush=True)
+    if failed and (tmp / "failures.log").exists():
+        print(f"logs of failed runs: {tmp / 'failures.log'}")
+    else:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,298 @@
+"""Processes of one benchmark cluster: a scheduler (Go or Python), stock
+`dask worker`s or Go zero workers, and a sampler that watches them from
+outside with psutil.
+
+Every process is started here as a direct child, remembered by PID and
+stopped by that PID (SIGTERM, then SIGKILL after a grace period), also when a
+run fails. The worker processes the nannies spawn are found by asking each
+worker for its PID (client.run(os.getpid)); they are stopped by PID too if
+their nanny left them behind. Nothing else on the machine is touched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parents[2]
+BENCH = Path(__file__).resolve().parent
+VENV_BIN = Path(sys.executable).parent
+GO_SCHEDULER = ROOT / "bin" / "dask-go-scheduler"
+ZERO_WORKER = ROOT / "bin" / "dask-go-zero-worker"
+
+SATURATION = "DASK_DISTRIBUTED__SCHEDULER__WORKER_SATURATION"
+COASSIGN = "DASK_DISTRIBUTED__SCHEDULER__ROOT_TASK_CO_ASSIGNMENT"
+
+# name -> (scheduler kind, scheduler environment). The names are the ones the
+# results use (issue 5).
+CONFIGS: dict[str, tuple[str, dict[str, str]]] = {
+    "py-queuing": ("py", {SATURATION: "1.1"}),
+    "py-noqueue": ("py", {SATURATION: "inf"}),
+    "go-noqueue": ("go", {SATURATION: "inf"}),
+    "go-queuing": ("go", {SATURATION: "1.1"}),
+    "go-queuing-coassign": ("go", {SATURATION: "1.1", COASSIGN: "True"}),
+}
+
+
+def python_env(extra: dict | None = None) -> dict:
+    """Scheduler, materializer and workers import the workload module (its
+    task functions are pickled by reference), as a user's own modules are
+    importable in the cluster's software environment."""
+    env = dict(os.environ)
+    env["PATH"] = f"{VENV_BIN}:{env.get('PATH', '')}"
+    env["PYTHONPATH"] = os.pathsep.join(p for p in [str(BENCH), env.get("PYTHONPATH", "")] if p)
+    for key in (SATURATION, COASSIGN):  # only the configuration decides these
+        env.pop(key, None)
+    env.update(extra or {})
+    return env
+
+
+def stop(proc: subprocess.Popen, grace: float = 10.0) -> None:
+    """Stop exactly this child: SIGTERM, wait, then SIGKILL."""
+    if proc.poll() is not None:
+        return
+    try:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
+
+
+def stop_pid(pid: int, grace: float = 5.0) -> None:
+    """Stop a grandchild (a nanny's worker process) by PID if it outlived its nanny."""
+    try:
+        p = psutil.Process(pid)
+        p.terminate()
+        p.wait(grace)
+    except psutil.TimeoutExpired:
+        p.kill()
+    except psutil.NoSuchProcess:
+        pass
+
+
+def wait_for(predicate, timeout: float, what: str, proc: subprocess.Popen | None = None):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"{what}: process {proc.pid} exited with {proc.returncode}")
+        time.sleep(0.05)
+    raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
+
+
+def tail(path: Path, n: int = 3000) -> str:
+    try:
+        return path.read_text(errors="replace")[-n:]
+    except OSError:
+        return ""
+
+
+class Scheduler:
+    """`dask scheduler` (kind "py") or bin/dask-go-scheduler (kind "go") on
+    127.0.0.1 with a free port, configured through DASK_* variables."""
+
+    def __init__(self, kind: str, env: dict[str, str], tmp: Path, log_level: str = "info"):
+        self.kind, self.env, self.tmp = kind, env, Path(tmp)
+        self.scheduler_file = self.tmp / "scheduler.json"
+        self.log_path = self.tmp / "scheduler.log"
+        self.log_level = log_level
+        self.proc: subprocess.Popen | None = None
+        self.address = ""
+
+    def command(self) -> list[str]:
+        common = ["--host", "127.0.0.1", "--port", "0", "--scheduler-file", str(self.scheduler_file)]
+        if self.kind == "go":
+            return [str(GO_SCHEDULER), *common, "--python", sys.executable, "--log-level", self.log_level]
+        return [str(VENV_BIN / "dask"), "scheduler", *common, "--no-dashboard"]
+
+    def start(self, timeout: float = 60) -> "Scheduler":
+        return self.launch().wait_ready(timeout)
+
+    def launch(self) -> "Scheduler":
+        """Start the process; workers started now wait for the scheduler file."""
+        self.tmp.mkdir(parents=True, exist_ok=True)
+        self.scheduler_file.unlink(missing_ok=True)
+        with open(self.log_path, "wb") as log:
+            self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
+                                         env=python_env(self.env))
+        return self
+
+    def wait_ready(self, timeout: float = 60) -> "Scheduler":
+        def ready():
+            try:
+                return json.loads(self.scheduler_file.read_text())["address"]
+            except (OSError, ValueError, KeyError):
+                return None
+
+        self.address = wait_for(ready, timeout, f"{self.kind} scheduler file", self.proc)
+        return self
+
+    def logs(self) -> str:
+        return tail(self.log_path)
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            stop(self.proc)
+
+
+class Workers:
+    """Stock `dask worker` processes, each with its nanny as users run them
+    (nanny=False, used by the smoke mode, halves the processes to start)."""
+
+    def __init__(self, tmp: Path, scheduler_file: Path, n: int, memory_limit: int, nthreads: int = 1,
+                 nanny: bool = True):
+        self.tmp, self.scheduler_file = Path(tmp), scheduler_file
+        self.n, self.memory_limit, self.nthreads, self.nanny = n, memory_limit, nthreads, nanny
+        self.procs: list[subprocess.Popen] = []
+        self.worker_pids: list[int] = []
+
+    def start(self) -> "Workers":
+        for i in range(self.n):
+            with open(self.tmp / f"worker-{i}.log", "wb") as log:
+                self.procs.append(subprocess.Popen(
+                    [str(VENV_BIN / "dask"), "worker", "--scheduler-file", str(self.scheduler_file),
+                     "--name", f"w{i}", "--nthreads", str(self.nthreads), "--host", "127.0.0.1",
+                     "--no-dashboard", "--memory-limit", str(self.memory_limit),
+                     "--local-directory", str(self.tmp / f"dask-w{i}"),
+                     *([] if self.nanny else ["--no-nanny"])],
+                    stdout=log, stderr=subprocess.STDOUT, env=python_env()))
+        return self
+
+    def check_alive(self) -> None:
+        for p in self.procs:
+            if p.poll() is not None:
+                raise RuntimeError(f"dask worker {p.pid} exited with {p.returncode}")
+
+    def logs(self) -> str:
+        return "\n".join(f"--- {p.name}\n{tail(p)}" for p in sorted(self.tmp.glob("worker-*.log")))
+
+    def stop(self) -> None:
+        for p in self.procs:  # all at once: each nanny takes a moment to close its worker
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in self.procs:
+            stop(p, grace=15)
+        for pid in self.worker_pids:
+            stop_pid(pid)
+        self.procs.clear()
+
+
+class ZeroWorkers:
+    """One bin/dask-go-zero-worker process running n fake workers."""
+
+    def __init__(self, tmp: Path, scheduler_file: Path, n: int, nthreads: int):
+        self.tmp, self.scheduler_file, self.n, self.nthreads = Path(tmp), scheduler_file, n, nthreads
+        self.first_task_file = self.tmp / "first-task.txt"
+        self.log_path = self.tmp / "zero-worker.log"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> "ZeroWorkers":
+        from distributed.versions import get_versions
+
+        versions = self.tmp / "versions.json"
+        versions.write_text(json.dumps(get_versions()))
+        self.first_task_file.unlink(missing_ok=True)
+        with open(self.log_path, "wb") as log:
+            self.proc = subprocess.Popen(
+                [str(ZERO_WORKER), "--scheduler-file", str(self.scheduler_file), "--workers", str(self.n),
+                 "--nthreads", str(self.nthreads), "--versions", str(versions),
+                 "--first-task-file", str(self.first_task_file)],
+                stdout=log, stderr=subprocess.STDOUT)
+        return self
+
+    def first_task_time(self) -> float | None:
+        try:
+            return float(self.first_task_file.read_text())
+        except (OSError, ValueError):
+            return None
+
+    def check_alive(self) -> None:
+        if self.proc is not None and self.proc.poll() is not None:
+            raise RuntimeError(f"zero worker exited with {self.proc.returncode}:\n{tail(self.log_path)}")
+
+    def logs(self) -> str:
+        return tail(self.log_path)
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            stop(self.proc)
+
+
+def cpu_seconds(p: psutil.Process) -> float:
+    t = p.cpu_times()
+    return t.user + t.system
+
+
+class Sampler:
+    """Samples every `interval` seconds, from outside: the summed RSS of the
+    worker processes, and the scheduler's RSS and that of its children (the
+    Go scheduler's materializer helper). Timestamps are relative to start()."""
+
+    def __init__(self, worker_pids: list[int], scheduler_pid: int, interval: float = 0.1):
+        self.workers = [psutil.Process(p) for p in worker_pids]
+        self.scheduler = psutil.Process(scheduler_pid)
+        self.interval = interval
+        self.times: list[float] = []
+        self.worker_rss: list[int] = []
+        self.scheduler_rss: list[int] = []
+        self.helper_rss: list[int] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="bench-sampler", daemon=True)
+
+    @staticmethod
+    def _rss(procs) -> int:
+        total = 0
+        for p in procs:
+            try:
+                total += p.memory_info().rss
+            except psutil.NoSuchProcess:
+                pass
+        return total
+
+    def sample(self) -> None:
+        self.times.append(time.monotonic() - self.t0)
+        self.worker_rss.append(self._rss(self.workers))
+        self.scheduler_rss.append(self._rss([self.scheduler]))
+        try:
+            helpers = self.scheduler.children(recursive=True)
+        except psutil.NoSuchProcess:
+            helpers = []
+        self.helper_rss.append(self._rss(helpers))
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.sample()
+
+    def start(self) -> "Sampler":
+        self.t0 = time.monotonic()
+        self.sample()
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.sample()
+
+    def scheduler_cpu(self) -> tuple[float, float]:
+        """CPU seconds (user+system) so far of the scheduler process and of its
+        live children (the Go scheduler's materializer helper)."""
+        own = cpu_seconds(self.scheduler)
+        helpers = 0.0
+        for c in self.scheduler.children(recursive=True):
+            try:
+                helpers += cpu_seconds(c)
+            except psutil.NoSuchProcess:
+                pass
+        return own, helpers

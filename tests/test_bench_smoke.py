@@ -1,0 +1,67 @@
+"""The benchmark harness keeps working: `scripts/bench.sh --smoke` runs every
+workload under every configuration (Python and Go schedulers, stock workers)
+and the zero-worker overhead runs at tiny sizes, and must exit 0 with every
+result verified and every output file written to the directory it is given
+(never the committed scripts/bench/results)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts" / "bench"))
+
+from procs import CONFIGS  # noqa: E402
+from workloads import WORKLOADS  # noqa: E402
+
+RECORD_FIELDS = {"workload", "configuration", "repetition", "wall_s", "peak_memory_bytes",
+                 "transferred_bytes", "spilled_bytes", "scheduler_cpu_s", "scheduler_peak_rss_bytes"}
+
+
+@pytest.mark.timeout(330)
+def test_bench_smoke(tmp_path):
+    out = tmp_path / "results"
+    log = tmp_path / "bench.log"
+    with open(log, "wb") as f:
+        proc = subprocess.Popen([str(ROOT / "scripts" / "bench.sh"), "--smoke", "--results", str(out)],
+                                cwd=ROOT, stdout=f, stderr=subprocess.STDOUT)
+    try:
+        rc = proc.wait(timeout=300)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGTERM)  # the harness stops its clusters on SIGTERM
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+        pytest.fail(f"bench.sh --smoke took over 300 s:\n{log.read_text(errors='replace')[-4000:]}")
+    text = log.read_text(errors="replace")
+    assert rc == 0, f"bench.sh --smoke exited {rc}:\n{text[-6000:]}"
+
+    records = json.loads((out / "latest.json").read_text())
+    got = {(r["workload"], r["configuration"]) for r in records}
+    assert got == {(w, c) for w in WORKLOADS for c in CONFIGS}
+    for r in records:
+        assert r["ok"], r
+        assert RECORD_FIELDS <= r.keys(), r
+        assert r["wall_s"] > 0 and r["peak_memory_bytes"] > 0 and r["scheduler_peak_rss_bytes"] > 0, r
+        assert r["transferred_bytes"] >= 0 and r["spilled_bytes"] >= 0 and r["scheduler_cpu_s"] >= 0, r
+
+    over = json.loads((out / "overhead.json").read_text())["results"]
+    benches = {(r["benchmark"], r["scheduler"]) for r in over}
+    assert benches == {(b, s) for b in ("zero-independent", "zero-tree", "stock-array", "submit-to-first-task")
+                       for s in ("py", "go")}
+    assert all(r["ok"] and r["tasks"] > 0 and r["cpu_us_per_task"] >= 0 for r in over), over
+
+    md = (out / "latest.md").read_text()
+    for name in list(WORKLOADS) + list(CONFIGS):
+        assert name in md
+    pngs = {p.name for p in out.glob("*.png")}
+    assert {f"memory-{w}.png" for w in WORKLOADS} | {"ratios-peak-memory.png", "ratios-runtime.png"} <= pngs
+    assert json.loads((out / "timeseries.json").read_text())
