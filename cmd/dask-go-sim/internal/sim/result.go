@@ -1,0 +1,56 @@
+package sim
+
+import "time"
+
+// Result is one run's record in scripts/sim/results/latest.json.
+type Result struct {
+	Workload               string  `json:"workload"`
+	Scale                  string  `json:"scale"`
+	NWorkers               int     `json:"n_workers"`
+	ThreadsPerWorker       int     `json:"threads_per_worker"`
+	Mode                   string  `json:"mode"`
+	NTasks                 int     `json:"n_tasks"`
+	MakespanS              float64 `json:"makespan_s"`
+	PeakClusterMemoryBytes int64   `json:"peak_cluster_memory_bytes"`
+	PeakWorkerMemoryBytes  int64   `json:"peak_worker_memory_bytes"`
+	TransferredBytes       int64   `json:"transferred_bytes"`
+	EngineCPUS             float64 `json:"engine_cpu_s"`
+	EngineCPUUsPerTask     float64 `json:"engine_cpu_us_per_task"`
+	EngineHandles          int64   `json:"engine_handles"`
+	SimWallS               float64 `json:"sim_wall_s"`
+	WorkersOverLimit       int     `json:"workers_over_limit"`
+	MemoryLimitBytes       int64   `json:"memory_limit_bytes"`
+	BandwidthBytesS        float64 `json:"bandwidth_bytes_s"`
+	LatencyS               float64 `json:"latency_s"`
+	Seed                   uint64  `json:"seed"`
+	DataBytes              int64   `json:"data_bytes"`
+	EngineLogs             int     `json:"engine_logs"`
+	// LeakedBytes is memory still held once the client released its
+	// results and every message was delivered: 0 unless something is wrong.
+	LeakedBytes int64 `json:"leaked_bytes"`
+	// HolderMismatches counts who_has entries naming a worker that no
+	// longer held the data when the fetch started (message races).
+	HolderMismatches int `json:"holder_mismatches"`
+}
+
+func (s *Sim) result(wall time.Duration) *Result {
+	r := &Result{Workload: s.g.Workload, Scale: s.g.Scale, NWorkers: s.cfg.Workers,
+		ThreadsPerWorker: s.cfg.Threads, Mode: s.cfg.Mode, NTasks: len(s.g.Tasks),
+		MakespanS: s.makespan, PeakClusterMemoryBytes: s.peakCluster, TransferredBytes: s.transferred,
+		EngineCPUS: s.engineCPU.Seconds(), EngineHandles: s.handles, SimWallS: wall.Seconds(),
+		MemoryLimitBytes: s.cfg.MemoryLimit, BandwidthBytesS: s.cfg.Bandwidth, LatencyS: s.cfg.Latency,
+		Seed: s.cfg.Seed, DataBytes: s.g.DataBytes, EngineLogs: s.engineLogs, LeakedBytes: s.clusterMem,
+		HolderMismatches: s.anomalies}
+	if len(s.g.Tasks) > 0 {
+		r.EngineCPUUsPerTask = float64(s.engineCPU.Microseconds()) / float64(len(s.g.Tasks))
+	}
+	for _, w := range s.workers {
+		r.PeakWorkerMemoryBytes = max(r.PeakWorkerMemoryBytes, w.peak)
+		if w.overLimit {
+			r.WorkersOverLimit++
+		}
+	}
+	return r
+}
+
+func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }

@@ -1,0 +1,279 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"sort"
+	"strconv"
+	"time"
+
+	"daskgo/protocol"
+	"daskgo/scheduler"
+)
+
+// Modes are the engine configurations a run can use (scheduler/WITHHOLDING.md):
+// off = worker-saturation inf (distributed's co-assignment of root groups),
+// withholding = 1.1, coassign = 1.1 with root-task-co-assignment.
+var Modes = []string{"off", "withholding", "coassign"}
+
+// Config describes one simulated cluster.
+type Config struct {
+	Workers     int
+	Threads     int     // per worker; default 2 (the originals' m6i.large)
+	MemoryLimit int64   // per worker; default 8 GiB
+	Bandwidth   float64 // bytes/s of each worker link, each direction; default 1 GB/s
+	Latency     float64 // seconds added to every message and transfer; default 1 ms
+	Mode        string
+	Seed        uint64
+	// Validate turns on the engine's invariant checks after every Handle
+	// (tests; slow on big graphs).
+	Validate bool
+}
+
+func (c *Config) fill() error {
+	if c.Workers < 1 {
+		return fmt.Errorf("sim config: %d workers", c.Workers)
+	}
+	if c.Threads <= 0 {
+		c.Threads = 2
+	}
+	if c.MemoryLimit <= 0 {
+		c.MemoryLimit = 8 << 30
+	}
+	if c.Bandwidth <= 0 {
+		c.Bandwidth = 1e9
+	}
+	if c.Latency < 0 || math.IsNaN(c.Latency) {
+		return fmt.Errorf("sim config: latency %v", c.Latency)
+	}
+	if c.Latency == 0 {
+		c.Latency = 0.001
+	}
+	_, err := EngineConfig(c.Mode, c.Bandwidth)
+	return err
+}
+
+// EngineConfig is the scheduler.Config of a mode.
+func EngineConfig(mode string, bandwidth float64) (scheduler.Config, error) {
+	cfg := scheduler.Config{Bandwidth: bandwidth, TransitionLogSize: 1024}
+	switch mode {
+	case "off":
+		cfg.WorkerSaturation = math.Inf(1)
+	case "withholding":
+		cfg.WorkerSaturation = 1.1
+	case "coassign":
+		cfg.WorkerSaturation = 1.1
+		cfg.RootTaskCoAssignment = true
+	default:
+		return cfg, fmt.Errorf("sim config: unknown mode %q (want off, withholding or coassign)", mode)
+	}
+	return cfg, nil
+}
+
+// ErrStuck: the event queue ran dry before the client had its results.
+var ErrStuck = errors.New("sim: stuck")
+
+// Sim is one run: the real engine, simulated workers, one client.
+type Sim struct {
+	cfg     Config
+	g       *Graph
+	eng     *scheduler.State
+	clk     clock
+	epoch   time.Time
+	workers []*worker
+	byAddr  map[string]*worker
+	index   map[protocol.Key]int32
+	rng     uint64 // splitmix64 state: holder choice among replicas
+
+	client    string
+	wanted    map[int32]bool
+	remaining int
+	makespan  float64
+	failed    error
+
+	clusterMem, peakCluster int64
+	transferred             int64
+	engineCPU               time.Duration
+	handles                 int64
+	engineLogs              int
+	anomalies               int // holder lists that did not match the workers' data
+}
+
+// Run simulates g on the cluster of cfg until the client holds every sink
+// and has released them again.
+func Run(g *Graph, cfg Config) (*Result, error) {
+	if err := cfg.fill(); err != nil {
+		return nil, err
+	}
+	ecfg, _ := EngineConfig(cfg.Mode, cfg.Bandwidth)
+	ecfg.ValidateInvariants = cfg.Validate
+	// The engine's CPU time is read from this thread's clock.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	wall := time.Now()
+	s := &Sim{cfg: cfg, g: g, eng: scheduler.New(ecfg), epoch: time.Unix(1_700_000_000, 0),
+		byAddr: map[string]*worker{}, index: make(map[protocol.Key]int32, len(g.Tasks)),
+		rng: cfg.Seed*0x9E3779B97F4A7C15 + 1, client: "Client-sim"}
+	for i, t := range g.Tasks {
+		s.index[t.Key] = int32(i)
+	}
+	s.start()
+	for e := s.clk.next(); e != nil && s.failed == nil; e = s.clk.next() {
+		s.step(e)
+	}
+	if s.failed != nil {
+		return nil, s.failed
+	}
+	if s.remaining > 0 {
+		return nil, fmt.Errorf("%w: %d of %d wanted keys never reached memory (t=%.3fs)",
+			ErrStuck, s.remaining, len(s.wanted), s.clk.now)
+	}
+	return s.result(time.Since(wall)), nil
+}
+
+func (s *Sim) at(t float64) time.Time { return s.epoch.Add(time.Duration(t * float64(time.Second))) }
+
+func (s *Sim) base(t float64) scheduler.Base { return scheduler.Base{ID: "sim", At: s.at(t)} }
+
+// start registers the workers and the client and submits the graph, all at
+// t=0 (the graph's materialization is not simulated).
+func (s *Sim) start() {
+	for i := range s.cfg.Workers {
+		addr := fmt.Sprintf("tcp://10.%d.%d.%d:8000", i>>16&255, i>>8&255, i&255)
+		w := newWorker(int32(i), addr, s.cfg.Threads, s.cfg.MemoryLimit)
+		s.workers = append(s.workers, w)
+		s.byAddr[addr] = w
+		s.handle(&scheduler.AddWorker{Base: s.base(0), Address: addr, Name: strconv.Itoa(i),
+			NThreads: s.cfg.Threads, MemoryLimit: s.cfg.MemoryLimit, Status: "running"})
+	}
+	s.handle(&scheduler.AddClient{Base: s.base(0), Client: s.client})
+	sinks := s.g.Sinks()
+	s.wanted = make(map[int32]bool, len(sinks))
+	keys := make(protocol.Set, len(sinks))
+	for i, t := range sinks {
+		s.wanted[t] = false
+		keys[i] = s.g.Tasks[t].Key.Value()
+	}
+	s.remaining = len(sinks)
+	msg := protocol.NewMap("op", "update-graph", "keys", keys, "fifo_timeout", "100 ms",
+		"submitting_task", nil, "actors", false)
+	out := s.handle(&scheduler.UpdateGraph{Base: s.base(0), Client: s.client, Msg: msg})
+	if len(out.Helper) != 1 {
+		s.failed = fmt.Errorf("sim: update-graph gave %d helper requests, want 1", len(out.Helper))
+		return
+	}
+	s.handle(&scheduler.GraphMaterialized{Base: s.base(0), RequestID: out.Helper[0].ID,
+		Client: s.client, Tasks: s.graphTasks()})
+}
+
+var runSpec = &protocol.Blob{Pickled: true, Header: []byte{0x80}, Frames: [][]byte{[]byte("sim")}}
+
+func (s *Sim) graphTasks() []scheduler.GraphTask {
+	out := make([]scheduler.GraphTask, len(s.g.Tasks))
+	for i, t := range s.g.Tasks {
+		deps := make([]protocol.Key, len(t.Deps))
+		for j, d := range t.Deps {
+			deps[j] = s.g.Tasks[d].Key
+		}
+		out[i] = scheduler.GraphTask{Key: t.Key, Deps: deps, Order: t.Order, Kind: "Task", RunSpec: runSpec}
+	}
+	return out
+}
+
+// handle runs one stimulus through the engine, timing it on this thread's
+// CPU clock, and dispatches the outbox.
+func (s *Sim) handle(st scheduler.Stimulus) scheduler.Outbox {
+	c0 := threadCPU()
+	out := s.eng.Handle(st)
+	s.engineCPU += threadCPU() - c0
+	s.handles++
+	s.dispatch(out)
+	return out
+}
+
+// dispatch delivers worker messages after the link latency (per worker,
+// in address order so that runs are reproducible) and reads the client's.
+func (s *Sim) dispatch(out scheduler.Outbox) {
+	s.engineLogs += len(out.Logs)
+	if len(out.Workers) > 0 {
+		addrs := make([]string, 0, len(out.Workers))
+		for a := range out.Workers {
+			addrs = append(addrs, a)
+		}
+		sort.Strings(addrs)
+		for _, a := range addrs {
+			if w := s.byAddr[a]; w != nil {
+				s.clk.schedule(&event{at: s.clk.now + s.cfg.Latency, kind: evToWorker, w: w.idx, msgs: out.Workers[a]})
+			}
+		}
+	}
+	for _, m := range out.Clients[s.client] {
+		s.clientMsg(m)
+	}
+}
+
+func (s *Sim) clientMsg(m *protocol.Map) {
+	switch m.Get("op") {
+	case "key-in-memory":
+		k, _ := m.Get("key").(protocol.Key)
+		t, ok := s.index[k]
+		if done, want := s.wanted[t]; ok && want && !done {
+			s.wanted[t] = true
+			s.remaining--
+			if s.remaining == 0 {
+				s.finish()
+			}
+		}
+	case "task-erred":
+		s.failed = fmt.Errorf("sim: task %v erred", m.Get("key"))
+	}
+}
+
+// finish: the client has every result. Like a client whose futures go out
+// of scope, it releases them; the run ends when the engine has freed
+// everything and the queue is empty.
+func (s *Sim) finish() {
+	s.makespan = s.clk.now
+	keys := make([]protocol.Key, 0, len(s.wanted))
+	for _, t := range s.g.Sinks() {
+		keys = append(keys, s.g.Tasks[t].Key)
+	}
+	s.toScheduler(&scheduler.ClientReleasesKeys{Base: s.base(s.clk.now + s.cfg.Latency), Client: s.client, Keys: keys})
+}
+
+// toScheduler sends a stimulus that arrives after the link latency.
+func (s *Sim) toScheduler(st scheduler.Stimulus) {
+	s.clk.schedule(&event{at: s.clk.now + s.cfg.Latency, kind: evToScheduler, st: st})
+}
+
+func (s *Sim) step(e *event) {
+	switch e.kind {
+	case evToScheduler:
+		s.handle(e.st)
+	case evToWorker:
+		s.workerMsgs(s.workers[e.w], e.msgs)
+	case evTaskDone:
+		s.taskDone(s.workers[e.w], e.task, e.run)
+	case evTransferDone:
+		s.transferDone(s.workers[e.w], e.task)
+	}
+}
+
+// mem changes a worker's memory and tracks the cluster's peak.
+func (s *Sim) mem(w *worker, d int64) {
+	s.clusterMem += w.addMem(d)
+	if s.clusterMem > s.peakCluster {
+		s.peakCluster = s.clusterMem
+	}
+}
+
+// rand is splitmix64: a deterministic stream for the seed.
+func (s *Sim) rand(n int) int {
+	s.rng += 0x9E3779B97F4A7C15
+	z := s.rng
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EB
+	return int((z ^ (z >> 31)) % uint64(n))
+}

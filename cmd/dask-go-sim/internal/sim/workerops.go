@@ -1,0 +1,230 @@
+package sim
+
+import (
+	"container/heap"
+	"fmt"
+
+	"daskgo/protocol"
+	"daskgo/scheduler"
+)
+
+// What a simulated worker does with the engine's messages, and the events
+// that follow: dependency transfers and task executions.
+
+func (s *Sim) workerMsgs(w *worker, msgs []*protocol.Map) {
+	for _, m := range msgs {
+		switch m.Get("op") {
+		case "compute-task":
+			s.computeTask(w, m)
+		case "free-keys":
+			for _, k := range msgKeys(m.Get("keys")) {
+				if t, ok := s.index[k]; ok {
+					s.mem(w, w.free(t))
+				}
+			}
+		case "remove-replicas":
+			// replicas the scheduler does not track (add-keys raced a
+			// release): drop them unless a local task still computes them
+			for _, k := range msgKeys(m.Get("keys")) {
+				if t, ok := s.index[k]; ok {
+					if nb, held := w.data[t]; held {
+						delete(w.data, t)
+						s.mem(w, -nb)
+					}
+				}
+			}
+		}
+	}
+	s.startTasks(w)
+}
+
+// msgKeys reads a keys field as the engine builds it.
+func msgKeys(v any) []protocol.Key {
+	switch x := v.(type) {
+	case []protocol.Key:
+		return x
+	case protocol.Set:
+		return anyKeys(x)
+	case []any:
+		return anyKeys(x)
+	}
+	return nil
+}
+
+func anyKeys(xs []any) []protocol.Key {
+	out := make([]protocol.Key, 0, len(xs))
+	for _, e := range xs {
+		if k, err := protocol.KeyOf(e); err == nil {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// computeTask: the task is assigned here; dependencies not held locally are
+// fetched from a holder in the message's who_has (or joined to a fetch
+// already in flight), and the task is ready once all are local.
+func (s *Sim) computeTask(w *worker, m *protocol.Map) {
+	k, _ := m.Get("key").(protocol.Key)
+	t, ok := s.index[k]
+	run, _ := m.Get("run_id").(int64)
+	if !ok {
+		s.failed = fmt.Errorf("sim: compute-task for unknown key %s", k)
+		return
+	}
+	w.assigned[t] = run
+	p := &pending{run: run}
+	whoHas := m.Get("who_has")
+	for _, d := range s.g.Tasks[t].Deps {
+		if _, held := w.data[d]; held {
+			continue
+		}
+		p.missing++
+		if ws, inFlight := w.fetch[d]; inFlight {
+			w.fetch[d] = append(ws, waiter{t, run})
+			continue
+		}
+		src := s.pickHolder(w, d, whoHas)
+		if src == nil {
+			s.failed = fmt.Errorf("sim: no worker holds %s, a dependency of %s on %s", s.g.Tasks[d].Key, k, w.addr)
+			return
+		}
+		w.fetch[d] = []waiter{{t, run}}
+		s.transfer(src, w, d)
+	}
+	if p.missing == 0 {
+		heap.Push(&w.ready, readyItem{order: s.g.Tasks[t].Order, task: t, run: run})
+	} else {
+		w.waiting[t] = p
+	}
+}
+
+// pickHolder chooses among the holders the scheduler named (seeded choice,
+// like the worker's random choice of a peer), skipping any that no longer
+// hold the data; if none does, it asks the engine (request-refresh-who-has).
+func (s *Sim) pickHolder(w *worker, d int32, whoHas any) *worker {
+	key := s.g.Tasks[d].Key
+	var cands []*worker
+	for _, a := range holderAddrs(whoHas, key) {
+		if h := s.byAddr[a]; h != nil && h != w {
+			if _, ok := h.data[d]; ok {
+				cands = append(cands, h)
+			} else {
+				s.anomalies++
+			}
+		}
+	}
+	if len(cands) == 0 {
+		for _, a := range s.eng.WhoHas([]protocol.Key{key})[key] {
+			if h := s.byAddr[a]; h != nil && h != w {
+				if _, ok := h.data[d]; ok {
+					cands = append(cands, h)
+				}
+			}
+		}
+	}
+	if len(cands) == 0 {
+		return nil
+	}
+	return cands[s.rand(len(cands))]
+}
+
+func holderAddrs(whoHas any, key protocol.Key) []string {
+	switch x := whoHas.(type) {
+	case map[protocol.Key][]string:
+		return x[key]
+	case *protocol.Map:
+		if x == nil {
+			return nil
+		}
+		var out []string
+		for _, e := range x.Entries {
+			if k, err := protocol.KeyOf(e.Key); err != nil || k != key {
+				continue
+			}
+			if l, ok := e.Value.([]any); ok {
+				for _, a := range l {
+					if s, ok := a.(string); ok {
+						out = append(out, s)
+					}
+				}
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// transfer moves d from src to dst. Each worker link serves one transfer at
+// a time per direction (FIFO), at Bandwidth, plus the latency.
+func (s *Sim) transfer(src, dst *worker, d int32) {
+	nb := s.g.Tasks[d].NBytes
+	start := max(s.clk.now, src.outFree, dst.inFree)
+	end := start + float64(nb)/s.cfg.Bandwidth
+	src.outFree, dst.inFree = end, end
+	s.transferred += nb
+	s.clk.schedule(&event{at: end + s.cfg.Latency, kind: evTransferDone, w: dst.idx, task: d})
+}
+
+// transferDone: the replica is stored and announced (add-keys) if a task
+// here still waits for it; then waiting tasks may become ready.
+func (s *Sim) transferDone(w *worker, d int32) {
+	waiters := w.fetch[d]
+	delete(w.fetch, d)
+	stored := false
+	for _, wt := range waiters {
+		p := w.waiting[wt.task]
+		if p == nil || p.run != wt.run {
+			continue
+		}
+		if !stored {
+			stored = true
+			if _, held := w.data[d]; !held {
+				nb := s.g.Tasks[d].NBytes
+				w.data[d] = nb
+				s.mem(w, nb)
+				s.toScheduler(&scheduler.AddKeys{Base: s.base(s.clk.now + s.cfg.Latency), Worker: w.addr,
+					Keys: []protocol.Key{s.g.Tasks[d].Key}})
+			}
+		}
+		if p.missing--; p.missing == 0 {
+			delete(w.waiting, wt.task)
+			heap.Push(&w.ready, readyItem{order: s.g.Tasks[wt.task].Order, task: wt.task, run: wt.run})
+		}
+	}
+	s.startTasks(w)
+}
+
+// startTasks fills free threads with the most urgent ready tasks.
+func (s *Sim) startTasks(w *worker) {
+	for w.busy < w.threads {
+		it, ok := w.nextReady()
+		if !ok {
+			return
+		}
+		w.busy++
+		t := &s.g.Tasks[it.task]
+		s.mem(w, t.Transient)
+		s.clk.schedule(&event{at: s.clk.now + t.Duration, kind: evTaskDone, w: w.idx, task: it.task, run: it.run})
+	}
+}
+
+// taskDone stores the result and reports it, unless the scheduler freed
+// the task meanwhile (a cancelled run's result is dropped, as the worker
+// drops it). The output is counted before the working memory is released.
+func (s *Sim) taskDone(w *worker, t int32, run int64) {
+	w.busy--
+	task := &s.g.Tasks[t]
+	if w.live(t, run) {
+		delete(w.assigned, t)
+		w.data[t] = task.NBytes
+		s.mem(w, task.NBytes)
+		start := s.at(s.clk.now - task.Duration)
+		s.toScheduler(&scheduler.TaskFinished{Base: s.base(s.clk.now + s.cfg.Latency), Worker: w.addr,
+			Key: task.Key, RunID: run, NBytes: task.NBytes, TypeName: "ndarray",
+			StartStops: []scheduler.StartStop{{Action: "compute",
+				Start: unixSeconds(start), Stop: unixSeconds(s.at(s.clk.now))}}})
+	}
+	s.mem(w, -task.Transient)
+	s.startTasks(w)
+}

@@ -1,0 +1,160 @@
+// Command dask-go-sim drives the real scheduler engine (package scheduler)
+// with simulated workers: a deterministic discrete-event simulation of a
+// dask cluster of 5 to 1,000 workers running an exported task graph.
+//
+//	dask-go-sim run    -graph FILE | -synthetic tree:N   -workers N -mode M
+//	dask-go-sim sweep  [-workloads a,b] [-workers 5,20,...] [-modes ...]
+//	dask-go-sim report [-results DIR]
+//
+// Graphs come from scripts/export-graph.py (scripts/sim/graphs/); results
+// go to scripts/sim/results/ (scripts/sim/README.md). The simulation logic
+// lives in internal/sim; this file only parses flags.
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+
+	"daskgo/cmd/dask-go-sim/internal/sim"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+	}
+	var err error
+	switch os.Args[1] {
+	case "run":
+		err = cmdRun(os.Args[2:])
+	case "sweep":
+		err = cmdSweep(os.Args[2:])
+	case "report":
+		err = cmdReport(os.Args[2:])
+	default:
+		usage()
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "dask-go-sim: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: dask-go-sim run|sweep|report [flags]  (-h for flags)")
+	os.Exit(2)
+}
+
+// clusterFlags are the flags shared by run and sweep.
+type clusterFlags struct {
+	threads   int
+	memory    string
+	bandwidth float64
+	latency   float64
+	seed      uint64
+	validate  bool
+}
+
+func (c *clusterFlags) register(fs *flag.FlagSet) {
+	fs.IntVar(&c.threads, "threads", 2, "threads per worker")
+	fs.StringVar(&c.memory, "memory-limit", "8GiB", "memory limit per worker")
+	fs.Float64Var(&c.bandwidth, "bandwidth", 1e9, "bytes/s per worker link and direction")
+	fs.Float64Var(&c.latency, "latency", 0.001, "seconds per message and transfer")
+	fs.Uint64Var(&c.seed, "seed", 1, "seed (holder choice among replicas)")
+	fs.BoolVar(&c.validate, "validate", false, "engine invariant checks after every step (slow)")
+}
+
+func (c *clusterFlags) config(workers int, mode string) (sim.Config, error) {
+	mem, err := parseBytes(c.memory)
+	if err != nil {
+		return sim.Config{}, err
+	}
+	return sim.Config{Workers: workers, Threads: c.threads, MemoryLimit: mem, Bandwidth: c.bandwidth,
+		Latency: c.latency, Mode: mode, Seed: c.seed, Validate: c.validate}, nil
+}
+
+func cmdRun(args []string) error {
+	fs := flag.NewFlagSet("run", flag.ExitOnError)
+	var cf clusterFlags
+	cf.register(fs)
+	graph := fs.String("graph", "", "exported graph file (.jsonl.gz)")
+	synthetic := fs.String("synthetic", "", "synthetic graph: tree:N or indep:N")
+	workers := fs.Int("workers", 20, "number of workers")
+	mode := fs.String("mode", "withholding", "off | withholding | coassign")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile here")
+	_ = fs.Parse(args)
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	g, err := loadGraph(*graph, *synthetic)
+	if err != nil {
+		return err
+	}
+	cfg, err := cf.config(*workers, *mode)
+	if err != nil {
+		return err
+	}
+	res, err := sim.Run(g, cfg)
+	if err != nil {
+		return fmt.Errorf("%s on %d workers (%s): %w", g.Workload, *workers, *mode, err)
+	}
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(res)
+}
+
+func loadGraph(path, synthetic string) (*sim.Graph, error) {
+	switch {
+	case synthetic != "" && path != "":
+		return nil, fmt.Errorf("give -graph or -synthetic, not both")
+	case synthetic != "":
+		return sim.Synthetic(synthetic)
+	case path != "":
+		return sim.LoadGraph(path)
+	}
+	return nil, fmt.Errorf("no graph: give -graph FILE or -synthetic tree:N")
+}
+
+// parseBytes reads "8GiB", "500MB", "1e9".
+func parseBytes(s string) (int64, error) {
+	units := []struct {
+		suffix string
+		mult   float64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
+		{"kB", 1e3}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1}}
+	t := strings.TrimSpace(s)
+	mult := 1.0
+	for _, u := range units {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult
+			break
+		}
+	}
+	f, err := strconv.ParseFloat(t, 64)
+	if err != nil || f <= 0 {
+		return 0, fmt.Errorf("bad byte size %q", s)
+	}
+	return int64(f * mult), nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

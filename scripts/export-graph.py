@@ -1,0 +1,443 @@
+#!/usr/bin/env python
+"""Export a workload's task graph for the simulator (cmd/dask-go-sim).
+
+    scripts/export-graph.py WORKLOAD --scale small|full [--out FILE]
+
+The graph is built exactly as a stock Client builds it (collections_to_expr,
+FinalizeCompute, optimize), then materialized and ordered like the Go
+scheduler's materializer helper (compat/materializer.py): convert_legacy_graph
++ dask.order.order. Only the shape is built: arrays come from lazy da.zeros /
+da.random, so a full-size graph (anom-mean: 10,000 chunks of 7.6 MiB;
+vorticity: 6,000 chunks of 190 MiB) is exported without allocating any data.
+
+Per task the file carries the dask key, dask.order's priority, dependency
+indices, and a model's estimates: duration (s), output nbytes, and transient
+bytes (working memory held only while the task runs). The model (see
+estimate()):
+  * output size: from the chunk sizes dask.array records on every array layer
+    (HighLevelGraph collection_annotations: chunks, dtype); otherwise a rule per
+    task prefix (reductions small, splits a fraction of their input, the rest
+    the largest input);
+  * duration: 1 ms overhead + bytes touched / a rate per prefix; root tasks
+    generate one input chunk at the workload's generation rate; jobqueue uses
+    the same seeded sleeps as scripts/bench/workloads.job.
+
+Format (gzip, JSON lines): line 1 a header object (format
+"daskgo-sim-graph/1", workload, scale, n_tasks, data_bytes, chunks, model,
+prefixes), then one line per task:
+    [key, order, [dependency line indices], duration_s, nbytes, transient]
+where key is a string or a list (a dask tuple key).
+
+--scale small uses scripts/bench/workloads.py (the benchmark suite's sizes:
+4 workers x 1 GiB) so that simulated runs can be validated against
+scripts/bench/results/latest.json; --scale full uses the original shapes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import importlib.util
+import json
+import math
+import random
+import sys
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+ROOT = Path(__file__).resolve().parent.parent
+MiB = 2**20
+GiB = 2**30
+# The clusters the originals ran on: 10 workers x 2 threads, 76.66 GiB.
+ORIGINAL_MEMORY = int(76.66 * GiB)
+ORIGINAL_THREADS = 20
+
+
+@dataclass
+class Workload:
+    collection: object
+    data_bytes: int
+    chunks: int
+    root_rate: float  # bytes/s a root task generates its input chunk at
+    chunk_bytes: int  # one input chunk (a root's transient working memory)
+    task_model: Callable | None = None  # key -> (duration, nbytes, transient) or None
+    notes: dict = field(default_factory=dict)
+
+
+# ---- full-size workloads: the original shapes -------------------------------
+
+def _rng(seed):
+    import dask.array as da
+
+    return da.random.default_rng(seed)
+
+
+def _devnull(arr):
+    """arr_to_devnull: every block consumed, one number kept."""
+    import numpy as np
+
+    return arr.map_blocks(lambda b: np.array(b.sum(), ndmin=b.ndim), chunks=(1,) * arr.ndim, dtype=float).sum()
+
+
+def _nchunks(arr):
+    return math.prod(len(c) for c in arr.chunks)
+
+
+def full_anom_mean():
+    import numpy as np
+    import xarray as xr
+
+    cols = 1_000_000  # 7.63 MiB rows
+    data = _rng(1).random((10_000, cols), chunks=(1, cols))
+    ngroups = data.shape[0] // 100
+    arr = xr.DataArray(data, dims=["time", "x"], coords={"day": ("time", np.arange(data.shape[0]) % ngroups)})
+    clim = arr.groupby("day").mean(dim="time")
+    result = (arr.groupby("day") - clim).mean(dim="time")
+    return Workload(result.data, data.nbytes, _nchunks(data), 250e6, cols * 8, notes={"groups": ngroups})
+
+
+def full_basic_sum():
+    import dask.array as da
+
+    rows = 100 * MiB // 8
+    data = da.zeros((rows, 3924), chunks=(rows, 1))
+    return Workload(data.sum(axis=1), data.nbytes, _nchunks(data), 4e9, rows * 8)
+
+
+def full_climactic_mean():
+    import pandas as pd
+    import xarray as xr
+
+    chunks = (1, 1, 96, 21, 90, 144)
+    data = _rng(2).random((28, 28, 96, 21, 90, 144), chunks=chunks)
+    array = xr.DataArray(data, dims=["ensemble", "init_date", "lat", "lon", "lead_time", "time"],
+                         coords={"init_date": pd.date_range(start="1960-01-01", periods=28, freq="MS")})
+    result = array.groupby("init_date.month").mean(["ensemble", "init_date"])
+    return Workload(result.data, data.nbytes, _nchunks(data), 250e6, math.prod(chunks) * 8)
+
+
+def full_vorticity():
+    import dask.array as da
+
+    side, depth = 5000, 3000
+    r = _rng(3)
+    u = r.random((side, side, depth), chunks=(side, side, 1))
+    v = r.random((side, side, depth), chunks=(side, side, 1))
+    dx = r.random((side + 1, side), chunks=(side + 1, side))
+    dy = r.random((side + 1, side), chunks=(side + 1, side))
+
+    def pad_rechunk(arr):
+        padded = da.pad(arr, pad_width=[(0, 1), (0, 0), (0, 0)], mode="wrap")
+        new_chunks = list(padded.chunks)
+        new_chunks[0] = side + 1
+        return da.rechunk(padded, chunks=new_chunks)
+
+    result = dx[..., None] * pad_rechunk(u) - dy[..., None] * pad_rechunk(v)
+    return Workload(_devnull(result), u.nbytes + v.nbytes, _nchunks(u) + _nchunks(v), 250e6, side * side * 8)
+
+
+def _timeseries(nbytes, ncols, freq_s, partition_freq, seed, extra=None):
+    import dask
+    import pandas as pd
+
+    rows = max(10, int(nbytes // (8 * (ncols + 1))))
+    start = pd.Timestamp("2020-01-01")
+    end = start + pd.Timedelta(seconds=rows * freq_s)
+    dtypes = {**(extra or {}), **{f"x{i}": float for i in range(ncols)}}
+    return dask.datasets.timeseries(start=start, end=end, freq=f"{int(freq_s * 1000)}ms",
+                                    partition_freq=partition_freq, dtypes=dtypes, seed=seed)
+
+
+def full_dataframe_align():
+    df = _timeseries(ORIGINAL_MEMORY // 2, 100, 0.6, "12h", 1)
+    df2 = _timeseries(ORIGINAL_MEMORY // 4, 100, 0.6, "1h", 2)
+    n = df.npartitions + df2.npartitions
+    nbytes = ORIGINAL_MEMORY * 3 // 4
+    return Workload((df2 - df).mean(), nbytes, n, 100e6, nbytes // n)
+
+
+def full_shuffle():
+    import dask
+
+    nbytes = ORIGINAL_MEMORY
+    df = _timeseries(nbytes, 10, 0.2, "2D", 7, {"id": int})  # ~83 MB partitions
+    with dask.config.set({"dataframe.shuffle.method": "tasks"}):
+        # a per-partition result that depends on the partitioning: a plain
+        # .sum() lets dask-expr drop the shuffle altogether
+        coll = df.shuffle("id").map_partitions(lambda p: p["id"].nunique(), meta=("id", int)).sum().optimize()
+    return Workload(coll, nbytes, df.npartitions, 100e6, nbytes // df.npartitions)
+
+
+def _jobqueue(n, max_sleep):
+    from dask import delayed
+
+    def job(i, max_sleep):
+        return i
+
+    tasks = [delayed(job, pure=True)(i, max_sleep) for i in range(n)]
+    total = delayed(sum)(tasks)
+
+    def model(key):
+        # the seeded draws of scripts/bench/workloads.job: size, then sleep
+        if not (isinstance(key, str) and key.startswith("job-")) or key not in index:
+            return None
+        rng = random.Random(index[key])
+        size = rng.randint(1, 2**24)
+        return 0.001 + rng.uniform(0, max_sleep), 28, size
+
+    index = {t.key: i for i, t in enumerate(tasks)}
+    return Workload(total, 0, n, 1e9, 0, model, {"tasks": n})
+
+
+def full_jobqueue():
+    return _jobqueue(round(120 / 3 * ORIGINAL_THREADS), 3.0)
+
+
+def full_map_overlap():
+    x = _rng(6).random((10_000, 10_000), chunks=(50, 50))
+    y = x.map_overlap(lambda b: b, depth=1, boundary="none")
+    return Workload(_devnull(y), x.nbytes, _nchunks(x), 250e6, 50 * 50 * 8)
+
+
+def full_double_diff():
+    side = int(math.sqrt(ORIGINAL_MEMORY / 8))
+    r = _rng(4)
+    a = r.random((side, side), chunks="20MiB")
+    b = r.random((side, side), chunks="20MiB")
+    cb = math.prod(c[0] for c in a.chunks) * 8
+    return Workload(_devnull(a[1:, 1:] - b[:-1, :-1]), a.nbytes + b.nbytes, _nchunks(a) + _nchunks(b), 250e6, cb)
+
+
+def full_dot_product():
+    side = int(math.sqrt(ORIGINAL_MEMORY / 17 / 8))
+    a = _rng(5).random((side, side), chunks="128MiB")
+    cb = math.prod(c[0] for c in a.chunks) * 8
+    return Workload((a @ a.T).sum(), a.nbytes, _nchunks(a), 250e6, cb)
+
+
+FULL = {
+    "anom-mean": full_anom_mean,
+    "basic-sum": full_basic_sum,
+    "climactic-mean": full_climactic_mean,
+    "dataframe-align": full_dataframe_align,
+    "jobqueue": full_jobqueue,
+    "shuffle": full_shuffle,
+    "vorticity": full_vorticity,
+    "map-overlap": full_map_overlap,
+    "double-diff": full_double_diff,
+    "dot-product": full_dot_product,
+}
+
+# Rates (bytes/s) of the generation step of each workload's roots.
+ROOT_RATES = {"basic-sum": 4e9, "jobqueue": 1e9, "dataframe-align": 100e6, "shuffle": 100e6}
+
+
+# ---- small workloads: the benchmark suite's ---------------------------------
+
+def small(name, memory, nthreads):
+    """The benchmark suite's workload, sized for its default cluster. The
+    suite keeps the collection inside its run() closure; we take it from
+    there (scripts/bench is read-only for us)."""
+    spec = importlib.util.spec_from_file_location("bench_workloads", ROOT / "scripts" / "bench" / "workloads.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["bench_workloads"] = mod
+    spec.loader.exec_module(mod)
+    ctx = mod.Context(memory=memory, nthreads=nthreads, smoke=False)
+    prep = mod.WORKLOADS[name](ctx)
+    if name == "jobqueue":
+        return _jobqueue(prep.chunks, 3.0)
+    coll = _collection_in(prep.run)
+    if coll is None:
+        raise SystemExit(f"export-graph: no dask collection found in {name}'s run()")
+    rate = ROOT_RATES.get(name, 250e6)
+    return Workload(coll, prep.data_bytes, prep.chunks, rate, prep.data_bytes // max(prep.chunks, 1))
+
+
+def _collection_in(fn, depth=0):
+    import dask
+
+    for cell in fn.__closure__ or ():
+        v = cell.cell_contents
+        if hasattr(v, "data") and dask.is_dask_collection(getattr(v, "data", None)):
+            return v.data  # an xarray object
+        if dask.is_dask_collection(v):
+            return v
+        if callable(v) and depth < 2:
+            found = _collection_in(v, depth + 1)
+            if found is not None:
+                return found
+    return None
+
+
+# ---- materialize, as the client and the materializer helper do ---------------
+
+def materialize(coll):
+    import dask.order
+    from dask._expr import FinalizeCompute
+    from dask._task_spec import convert_legacy_graph
+    from dask.base import collections_to_expr
+
+    expr = FinalizeCompute(collections_to_expr([coll], True)).optimize()
+    dsk = convert_legacy_graph(expr.__dask_graph__())
+    return dsk, dask.order.order(dsk)
+
+
+def array_layers(coll):
+    """layer name -> (chunks, itemsize) from dask.array's layer annotations."""
+    out = {}
+    graph = getattr(coll, "dask", None)
+    layers = getattr(graph, "layers", {}) or {}
+    for name, layer in layers.items():
+        ann = getattr(layer, "collection_annotations", None) or {}
+        if "chunks" in ann and "dtype" in ann:
+            out[name] = (ann["chunks"], getattr(ann["dtype"], "itemsize", 8))
+    return out
+
+
+REDUCE_WORDS = ("sum", "mean", "count", "chunk", "agg", "combine", "var", "std", "min", "max")
+
+
+def topological(dsk):
+    indeg = {k: len(v.dependencies) for k, v in dsk.items()}
+    dependents = defaultdict(list)
+    for k, v in dsk.items():
+        for d in v.dependencies:
+            dependents[d].append(k)
+    todo = [k for k, n in indeg.items() if n == 0]
+    out = []
+    while todo:
+        k = todo.pop()
+        out.append(k)
+        for d in dependents[k]:
+            indeg[d] -= 1
+            if indeg[d] == 0:
+                todo.append(d)
+    if len(out) != len(dsk):
+        raise SystemExit("export-graph: the graph has a cycle")
+    return out, dependents
+
+
+def estimate(w, dsk, layers):
+    """key -> (duration_s, nbytes, transient) in a topological pass."""
+    from dask.utils import key_split
+
+    order, dependents = topological(dsk)
+    est = {}
+    for key in order:
+        deps = dsk[key].dependencies
+        custom = w.task_model(key) if w.task_model else None
+        if custom is not None:
+            est[key] = custom
+            continue
+        inputs = [est[d][1] for d in deps]
+        nbytes = layer_nbytes(key, layers)
+        if nbytes is None:
+            nbytes = rule_nbytes(key_split(key), deps, inputs, dependents, w)
+        if not deps:
+            transient = w.chunk_bytes
+            duration = 0.001 + w.chunk_bytes / w.root_rate
+        else:
+            transient = 0
+            duration = 0.001 + (sum(inputs) + nbytes) / 1e9
+        est[key] = (duration, int(nbytes), int(transient))
+    return est
+
+
+def layer_nbytes(key, layers):
+    if not isinstance(key, tuple) or key[0] not in layers:
+        return None
+    chunks, itemsize = layers[key[0]]
+    idx = key[1:]
+    if len(idx) != len(chunks):
+        return None
+    try:
+        return math.prod(chunks[d][i] for d, i in enumerate(idx)) * itemsize
+    except (IndexError, TypeError):
+        return None
+
+
+def rule_nbytes(prefix, deps, inputs, dependents, w):
+    """Output size of a task dask.array has no chunks for (dataframes,
+    delayed): splits a share of their input, reductions small, concats
+    (shuffle stages) the sum of their inputs, the rest the largest input."""
+    if not deps:
+        return w.chunk_bytes
+    p = prefix.lower()
+    if "split" in p and len(deps) == 1:
+        fan = max(1, len(dependents[next(iter(deps))]))
+        return max(1, inputs[0] // fan)
+    if any(s in p for s in REDUCE_WORDS) and max(inputs) > 64 * 1024:
+        return 1024
+    if len(deps) > 1 and any(s in p for s in ("stage", "shuffle", "concat", "merge", "join")):
+        return sum(inputs)
+    return max(inputs)
+
+
+def json_key(key):
+    if isinstance(key, tuple):
+        return [json_key(k) for k in key]
+    if isinstance(key, (str, int, float)):
+        return key
+    return str(key)
+
+
+def export(name, scale, out, memory, nthreads):
+    from dask.utils import key_split
+
+    t0 = time.monotonic()
+    w = FULL[name]() if scale == "full" else small(name, memory, nthreads)
+    dsk, prio = materialize(w.collection)
+    layers = array_layers(w.collection)
+    est = estimate(w, dsk, layers)
+    keys = sorted(dsk, key=lambda k: prio[k])
+    index = {k: i for i, k in enumerate(keys)}
+    prefixes = defaultdict(lambda: [0, 0.0, 0])
+    for k in keys:
+        p = prefixes[key_split(k)]
+        p[0] += 1
+        p[1] += est[k][0]
+        p[2] += est[k][1]
+    header = {
+        "format": "daskgo-sim-graph/1", "workload": name, "scale": scale, "n_tasks": len(keys),
+        "data_bytes": int(w.data_bytes), "chunks": int(w.chunks), "notes": w.notes,
+        "model": {"root_rate": w.root_rate, "chunk_bytes": w.chunk_bytes, "rate": 1e9, "overhead_s": 0.001},
+        "prefixes": {p: {"count": c, "mean_duration_s": d / c, "mean_nbytes": b // c}
+                     for p, (c, d, b) in sorted(prefixes.items())},
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(out, "wt", compresslevel=3) as f:
+        f.write(json.dumps(header) + "\n")
+        for k in keys:
+            deps = sorted(index[d] for d in dsk[k].dependencies)
+            d, nb, tr = est[k]
+            f.write(json.dumps([json_key(k), prio[k], deps, round(d, 6), nb, tr], separators=(",", ":")) + "\n")
+    kinds = Counter(type(dsk[k]).__name__ for k in keys)
+    print(f"{name} ({scale}): {len(keys)} tasks, data {w.data_bytes / GiB:.2f} GiB in {w.chunks} chunks, "
+          f"{dict(kinds)}, {time.monotonic() - t0:.1f} s -> {out}")
+    return header
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("workload", nargs="+", help=f"one of {', '.join(FULL)} or 'all'")
+    ap.add_argument("--scale", choices=["small", "full"], default="full")
+    ap.add_argument("--out", type=Path, help="output file (one workload) or directory")
+    ap.add_argument("--memory", type=float, default=4.0, help="small scale: total worker memory, GiB (bench default 4)")
+    ap.add_argument("--nthreads", type=int, default=4, help="small scale: total worker threads (bench default 4)")
+    args = ap.parse_args(argv)
+    names = list(FULL) if args.workload == ["all"] else args.workload
+    for n in names:
+        if n not in FULL:
+            ap.error(f"unknown workload {n!r}; known: {', '.join(FULL)}")
+    outdir = ROOT / "scripts" / "sim" / "graphs"
+    for n in names:
+        out = args.out if (args.out and len(names) == 1 and args.out.suffix == ".gz") else \
+            (args.out or outdir) / f"{n}-{args.scale}.jsonl.gz"
+        export(n, args.scale, out, int(args.memory * GiB), args.nthreads)
+
+
+if __name__ == "__main__":
+    main()
