@@ -19,12 +19,12 @@ func (s *State) applyAnnotations(ts *TaskState, gt *GraphTask) {
 		case "workers", "restrictions":
 			s.applyWorkerRestrictions(ts, e.Value)
 		case "allow_other_workers", "loose_restrictions":
-			ts.looseRestrictions = truthy(e.Value)
+			ts.ext().looseRestrictions = truthy(e.Value)
 		case "resources":
 			s.applyResources(ts, e.Value)
 		case "retries":
 			if n, ok := e.Value.(int64); ok {
-				ts.retries = int(n)
+				ts.ext().retries = int(n)
 			} else if e.Value != nil {
 				s.logf(LogWarn, ts.Key, "", "", "retries annotation %s is not an int; ignored", protocol.String(e.Value))
 			}
@@ -58,10 +58,10 @@ func (s *State) applyWorkerRestrictions(ts *TaskState, v any) {
 		}
 	}
 	if len(hosts) > 0 {
-		ts.hostRestrictions = hosts
+		ts.ext().hostRestrictions = hosts
 	}
 	if len(workers) > 0 {
-		ts.workerRestrictions = workers
+		ts.ext().workerRestrictions = workers
 	}
 }
 
@@ -83,8 +83,8 @@ func (s *State) applyResources(ts *TaskState, v any) {
 		}
 		req[name] = q
 	}
-	ts.resourceRestrictions = req
-	ts.resourcesRaw = m
+	ts.ext().resourceRestrictions = req
+	ts.ext().resourcesRaw = m
 }
 
 func appendUnique(xs []string, x string) []string {

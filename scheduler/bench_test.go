@@ -59,6 +59,7 @@ func benchSubmitFinish(b *testing.B, sat float64, n int) {
 					}
 				}
 			}
+			s.Recycle(&o) // as the outer ring does once the outbox is sent
 		}
 		collect(out)
 		done := 0

@@ -83,6 +83,7 @@ func benchWithholding(b *testing.B, sat float64, co bool, roots, nworkers int) {
 					}
 				}
 			}
+			s.Recycle(&o) // as the outer ring does once the outbox is sent
 		}
 		collect(out)
 		finished := &TaskFinished{}

@@ -13,7 +13,7 @@ const fireAndForget = "fire-and-forget"
 // ClientState mirrors distributed.scheduler.ClientState.
 type ClientState struct {
 	ID        string
-	wantsWhat oset[*TaskState]
+	wantsWhat taskSet
 	lastSeen  time.Time
 	// connected: the client has a stream (AddClient); pseudo-clients
 	// (fire-and-forget, publish) get no messages, as report() skips them.
@@ -23,7 +23,7 @@ type ClientState struct {
 func (s *State) addClientState(id string) *ClientState {
 	cs := s.clients[id]
 	if cs == nil {
-		cs = &ClientState{ID: id}
+		cs = &ClientState{ID: id, wantsWhat: taskSet{role: roleWantsWhat}}
 		s.clients[id] = cs
 		s.clientOrder.Add(cs)
 	}
@@ -56,7 +56,7 @@ func (s *State) removeClient(id string) {
 func (s *State) clientDesiresKeys(keys []protocol.Key, client string) {
 	cs := s.clients[client]
 	if cs == nil {
-		cs = &ClientState{ID: client} // publish, queues: no stream
+		cs = &ClientState{ID: client, wantsWhat: taskSet{role: roleWantsWhat}} // publish, queues: no stream
 		s.clients[client] = cs
 		s.clientOrder.Add(cs)
 	}
@@ -74,22 +74,23 @@ func (s *State) clientDesiresKeys(keys []protocol.Key, client string) {
 func (s *State) clientDesiresTasks(tasks []*TaskState, client string) {
 	cs := s.clients[client]
 	if cs == nil {
-		cs = &ClientState{ID: client}
+		cs = &ClientState{ID: client, wantsWhat: taskSet{role: roleWantsWhat}}
 		s.clients[client] = cs
 		s.clientOrder.Add(cs)
 	}
+	cs.wantsWhat.grow(len(tasks)) // one allocation for a big graph's keys
 	for _, ts := range tasks {
 		s.desire(cs, ts, client)
 	}
 }
 
 func (s *State) desire(cs *ClientState, ts *TaskState, client string) {
-	{
-		ts.whoWants.Add(cs)
-		cs.wantsWhat.Add(ts)
-		if ts.state == StatusMemory || ts.state == StatusErred {
-			s.reportOnKey(ts, client)
-		}
+	// who_wants mirrors wants_what: probe the small side only
+	if ts.whoWants.Add(cs) {
+		cs.wantsWhat.addNew(ts)
+	}
+	if ts.state == StatusMemory || ts.state == StatusErred {
+		s.reportOnKey(ts, client)
 	}
 }
 
@@ -108,10 +109,11 @@ func (s *State) clientReleasesKeys(keys []protocol.Key, client string) {
 func (s *State) clientReleasesKeysRecs(keys []protocol.Key, cs *ClientState) {
 	for _, k := range keys {
 		ts := s.tasks[k]
-		if ts == nil || !cs.wantsWhat.Remove(ts) {
+		// who_wants mirrors wants_what: test the small side first
+		if ts == nil || !ts.whoWants.Remove(cs) {
 			continue
 		}
-		ts.whoWants.Remove(cs)
+		cs.wantsWhat.Remove(ts)
 		if ts.whoWants.Len() == 0 {
 			if ts.dependents.Len() == 0 {
 				s.recommend(ts, StatusForgotten) // no live dependents
@@ -125,9 +127,11 @@ func (s *State) clientReleasesKeysRecs(keys []protocol.Key, cs *ClientState) {
 // releaseFireAndForget drops the fire-and-forget interest once a task is
 // done (memory or erred), as _add_to_memory and _propagate_erred do.
 func (s *State) releaseFireAndForget(ts *TaskState) {
-	cs := s.clients[fireAndForget]
-	if cs != nil && cs.wantsWhat.Has(ts) {
-		s.clientReleasesKeysRecs(oneKey(ts), cs)
+	for _, cs := range ts.whoWants.Items() { // == clients[fireAndForget].wantsWhat.Has(ts), without its hash probe
+		if cs.ID == fireAndForget {
+			s.clientReleasesKeysRecs(oneKey(ts), cs)
+			return
+		}
 	}
 }
 
@@ -308,7 +312,7 @@ func (s *State) forceMemory(ts *TaskState) {
 		dts.waiters.Remove(ts)
 	}
 	ts.waitingOn.Clear()
-	ts.exceptionBlame, ts.exception, ts.traceback = nil, nil, nil
+	ts.clearException()
 	s.setState(ts, StatusMemory)
 	for _, dts := range ts.dependents.Items() {
 		if dts.waitingOn.Remove(ts) && dts.waitingOn.Len() == 0 && dts.state == StatusWaiting {

@@ -212,7 +212,7 @@ func (s *State) coPartition() {
 	s.co.genSeq++
 	b := &coBlock{tasks: make([]*TaskState, 0, n), gen: s.co.genSeq}
 	for ts := s.queued.pop(); ts != nil; ts = s.queued.pop() {
-		ts.coBlock, ts.coPos = b, len(b.tasks)
+		ts.coBlock, ts.coPos = b, int32(len(b.tasks))
 		b.tasks = append(b.tasks, ts)
 	}
 	s.co.owned += n

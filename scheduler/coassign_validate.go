@@ -69,7 +69,7 @@ func (s *State) validateRun(r *coRun) int {
 		if ts == nil {
 			continue
 		}
-		if ts.state != StatusQueued || ts.coBlock != r.block || ts.coPos != i || s.queued.has(ts) {
+		if ts.state != StatusQueued || ts.coBlock != r.block || int(ts.coPos) != i || s.queued.has(ts) {
 			s.broken(ts, "run %d slot %d inconsistent", r.id, i)
 		}
 		if prev == nil {

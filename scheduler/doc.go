@@ -39,8 +39,9 @@
 // recommendations dict (insertion order, in-place updates, LIFO pop), and
 // their messages straight into the Outbox, so per-peer order is the order
 // distributed would send. Placement lives in policy_*.go (root-ish queuing,
-// decide_worker); queuing uses an indexed heap, so each decision and each
-// removal from the queue is O(log n).
+// decide_worker); the queue is a sorted run plus a heap with lazy deletion,
+// so each decision is O(1) for tasks queued in priority order and O(log n)
+// otherwise, and each removal from the queue is amortized O(1).
 //
 // # Invariants (checked after every Handle when Config.ValidateInvariants)
 //
@@ -48,7 +49,7 @@
 //     symmetric; waiting_on ⊆ dependencies, waiters ⊆ dependents.
 //   - a task is processing iff processing_on is set and it is in that
 //     worker's processing set; memory iff it has a replica; queued iff it
-//     is in the queue heap; no-worker iff it is in unrunnable.
+//     is in the queue; no-worker iff it is in unrunnable.
 //   - ready tasks (queued, processing, no-worker) have every dependency in
 //     memory and are waiters of each of them.
 //   - tasks are queued only when queuing is on (finite worker-saturation),

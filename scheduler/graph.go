@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"slices"
 	"sort"
 	"time"
 
@@ -71,11 +72,19 @@ func (s *State) drainHeld(client string) {
 
 // graphIndex is a materialized graph indexed by key. Per-entry slices
 // (seen, touched, tasks) replace per-key maps: with 100k-task graphs every
-// avoided hash lookup counts.
+// avoided hash lookup counts. Each key is hashed once: hasLostDependencies
+// records where the requested keys and every reachable entry's Deps are
+// (keyIdx, deps), and generateTaskStates reuses those indices.
 type graphIndex struct {
 	tasks []GraphTask
 	pos   map[protocol.Key]int32
 	ts    []*TaskState // the TaskState of each entry once generated
+	// keyIdx[n] is the entry of the n-th requested key, -1 if not in the
+	// graph; deps[depAt[i]+d] is the entry of tasks[i].Deps[d] (-1 likewise),
+	// filled for the entries reachable from the requested keys.
+	keyIdx []int32
+	depAt  []int32
+	deps   []int32
 }
 
 func newGraphIndex(tasks []GraphTask) *graphIndex {
@@ -86,9 +95,12 @@ func newGraphIndex(tasks []GraphTask) *graphIndex {
 	return g
 }
 
-func (g *graphIndex) lookup(k protocol.Key) (int32, bool) {
-	i, ok := g.pos[k]
-	return i, ok
+// lookup returns k's entry, or -1.
+func (g *graphIndex) lookup(k protocol.Key) int32 {
+	if i, ok := g.pos[k]; ok {
+		return i
+	}
+	return -1
 }
 
 // applyGraph is update_graph after materialization.
@@ -100,6 +112,11 @@ func (s *State) applyGraph(p *pendingGraph, tasks []GraphTask) {
 		s.clientReleasesKeys(p.keys, p.client)
 		return
 	}
+	if len(s.tasks) == 0 {
+		// size the index for the graph: no rehashing while 100k tasks are
+		// created (a Go map never shrinks, so this also frees an old one)
+		s.tasks = make(map[protocol.Key]*TaskState, len(tasks))
+	}
 	s.graphEpoch++
 	wanted, touched, fresh := s.generateTaskStates(p.keys, g)
 	for _, i := range fresh {
@@ -109,7 +126,7 @@ func (s *State) applyGraph(p *pendingGraph, tasks []GraphTask) {
 	s.clientDesiresTasks(wanted, p.client)
 	s.markActors(p)
 
-	var released []*TaskState
+	released := make([]*TaskState, 0, len(wanted))
 	s.graphEpoch++ // reuse the mark for "already listed"
 	for _, ts := range wanted {
 		if ts.state == StatusReleased && ts.epoch != s.graphEpoch {
@@ -118,6 +135,7 @@ func (s *State) applyGraph(p *pendingGraph, tasks []GraphTask) {
 		}
 	}
 	sort.SliceStable(released, func(i, j int) bool { return released[j].priority.less(released[i].priority) })
+	s.recs.items = slices.Grow(s.recs.items, len(released))
 	for _, ts := range released {
 		s.recommend(ts, StatusWaiting)
 	}
@@ -147,48 +165,86 @@ func keysAny(ks []protocol.Key) []any {
 }
 
 // hasLostDependencies mirrors Scheduler._find_lost_dependencies: a key
-// reachable from keys that is neither in the graph nor known.
+// reachable from keys that is neither in the graph nor known. On the way it
+// resolves the entries of keys and of the reachable tasks' Deps (graphIndex).
 func (s *State) hasLostDependencies(g *graphIndex, keys []protocol.Key) bool {
 	seen := make([]bool, len(g.tasks))
-	work := append([]protocol.Key(nil), keys...)
+	g.keyIdx = make([]int32, len(keys))
+	g.depAt = make([]int32, len(g.tasks))
+	work := make([]int32, 0, len(keys))
+	for n, k := range keys {
+		i := g.lookup(k)
+		g.keyIdx[n] = i
+		if i >= 0 {
+			work = append(work, i)
+		} else if s.tasks[k] == nil {
+			return true
+		}
+	}
 	for len(work) > 0 {
-		d := work[len(work)-1]
+		i := work[len(work)-1]
 		work = work[:len(work)-1]
-		i, ok := g.lookup(d)
-		if !ok {
-			if s.tasks[d] == nil {
-				return true
-			}
+		if seen[i] {
 			continue
 		}
-		if !seen[i] {
-			seen[i] = true
-			work = append(work, g.tasks[i].Deps...)
+		seen[i] = true
+		g.depAt[i] = int32(len(g.deps))
+		for _, d := range g.tasks[i].Deps {
+			j := g.lookup(d)
+			g.deps = append(g.deps, j)
+			if j >= 0 {
+				if !seen[j] {
+					work = append(work, j)
+				}
+			} else if s.tasks[d] == nil {
+				return true
+			}
 		}
 	}
 	return false
 }
 
+// keyRef is a key with its graph entry (-1: not in the graph).
+type keyRef struct {
+	k protocol.Key
+	i int32
+}
+
 // generateTaskStates mirrors SchedulerState._generate_taskstates: get or
 // create the tasks reachable from keys, then wire dependency edges. It
 // returns the requested tasks, every touched task, and the graph entries
-// that created new tasks.
+// that created new tasks. g must have been through hasLostDependencies.
 func (s *State) generateTaskStates(keys []protocol.Key, g *graphIndex) (wanted, touched []*TaskState, fresh []int32) {
-	stack := append([]protocol.Key(nil), keys...)
+	stack := make([]keyRef, len(keys))
+	for n, k := range keys {
+		stack[n] = keyRef{k, g.keyIdx[n]}
+	}
 	nkeys := len(stack)
+	fresh0 := len(s.tasks) == 0
 	collisions := map[protocol.Key]bool{}
+	// sized for the common graph: every key requested and new
+	wanted = make([]*TaskState, 0, len(keys))
+	touched = make([]*TaskState, 0, len(g.tasks))
+	fresh = make([]int32, 0, len(g.tasks))
 	for len(stack) > 0 {
-		k := stack[len(stack)-1]
+		r := stack[len(stack)-1]
+		k, i := r.k, r.i
 		stack = stack[:len(stack)-1]
 		requested := len(stack) < nkeys // popped from the initial keys
 		if requested {
 			nkeys--
 		}
-		i, inGraph := g.lookup(k)
+		inGraph := i >= 0
 		var spec *GraphTask
-		ts := s.tasks[k]
+		var ts *TaskState
 		if inGraph {
 			spec = &g.tasks[i]
+			ts = g.ts[i] // == s.tasks[k] once generated here
+		}
+		if ts == nil && !fresh0 {
+			// a fresh scheduler (no task before this graph) knows no key
+			// the graph does not create: skip a lookup per task
+			ts = s.tasks[k]
 		}
 		switch {
 		case ts == nil && spec == nil:
@@ -216,7 +272,10 @@ func (s *State) generateTaskStates(keys []protocol.Key, g *graphIndex) (wanted, 
 			wanted = append(wanted, ts)
 		}
 		if spec != nil {
-			stack = append(stack, spec.Deps...)
+			at := g.depAt[i]
+			for n, d := range spec.Deps {
+				stack = append(stack, keyRef{d, g.deps[int(at)+n]})
+			}
 		}
 	}
 	for i := range g.tasks { // graph order, not map order: deterministic edges
@@ -225,9 +284,10 @@ func (s *State) generateTaskStates(keys []protocol.Key, g *graphIndex) (wanted, 
 		if ts == nil || collisions[spec.Key] {
 			continue
 		}
-		for _, d := range spec.Deps {
+		at := g.depAt[i]
+		for n, d := range spec.Deps {
 			var dts *TaskState
-			if j, ok := g.lookup(d); ok && g.ts[j] != nil {
+			if j := g.deps[int(at)+n]; j >= 0 && g.ts[j] != nil {
 				dts = g.ts[j]
 			} else {
 				dts = s.tasks[d]

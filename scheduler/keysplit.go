@@ -31,25 +31,39 @@ func keySplitValue(v any) string {
 	}
 }
 
+// keySplitString walks the words with strings.Cut instead of
+// strings.Split, and returns a substring of s where Python's concatenation
+// is one: it runs for every new task, so it allocates nothing in the
+// common case.
 func keySplitString(s string) string {
-	words := strings.Split(s, "-")
-	first, _ := utf8.DecodeRuneInString(words[0])
-	if words[0] == "" {
+	w0, rest, more := strings.Cut(s, "-")
+	if w0 == "" {
 		return "Other" // words[0][0] raises IndexError in Python
 	}
-	var result string
+	first, _ := utf8.DecodeRuneInString(w0)
+	base := w0
 	if !unicode.IsLetter(first) {
-		result = strings.Trim(strings.SplitN(words[0], ",", 2)[0], "_'()\"")
-	} else {
-		result = words[0]
+		before, _, _ := strings.Cut(w0, ",")
+		base = strings.Trim(before, "_'()\"")
 	}
-	for _, w := range words[1:] {
+	end := len(w0) // s[len(w0):end] is the "-word-word" tail kept
+	for more {
+		var w string
+		w, rest, more = strings.Cut(rest, "-")
 		// dask's hex test is hex_pattern.match: a prefix match of [a-f]+, so
 		// any 8-letter word starting with a-f stops the prefix.
 		if isAlpha(w) && !(len(w) == 8 && w[0] >= 'a' && w[0] <= 'f') {
-			result += "-" + w
+			end += 1 + len(w)
 		} else {
 			break
+		}
+	}
+	result := base
+	if end > len(w0) {
+		if base == w0 {
+			result = s[:end]
+		} else {
+			result = base + s[len(w0):end]
 		}
 	}
 	if len(result) == 32 && isLowerHex(result) {
@@ -64,19 +78,20 @@ func keySplitString(s string) string {
 	return result
 }
 
-// keyValue decodes a key for key_split; plain str keys (nearly all of
-// them) are sliced out of the msgpack without a decode.
-func keyValue(k protocol.Key) any {
+// keyStr slices a plain str key (nearly all of them) out of its msgpack,
+// for key_split without a decode; returned unboxed, since boxing it in an
+// interface would allocate once per new task.
+func keyStr(k protocol.Key) (string, bool) {
 	if len(k) > 0 {
 		c := k[0]
 		switch {
 		case c >= 0xa0 && c <= 0xbf && len(k) == 1+int(c-0xa0):
-			return string(k[1:])
+			return string(k[1:]), true
 		case c == 0xd9 && len(k) >= 2 && len(k) == 2+int(k[1]):
-			return string(k[2:])
+			return string(k[2:]), true
 		}
 	}
-	return k.Value()
+	return "", false
 }
 
 // keySplitGroup mirrors distributed.utils.key_split_group: the TaskGroup
@@ -107,7 +122,8 @@ func keySplitGroupString(x string) string {
 	case x == "":
 		return "Other"
 	case x[0] == '(':
-		return strings.Trim(strings.SplitN(x, ",", 2)[0], "()\"'")
+		before, _, _ := strings.Cut(x, ",")
+		return strings.Trim(before, "()\"'")
 	case len(x) == 32 && isLowerHex(x):
 		return "data"
 	case x[0] == '<':

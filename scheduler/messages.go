@@ -44,9 +44,18 @@ func entry(k string, v any) protocol.Entry { return protocol.Entry{Key: k, Value
 // any. Shared: Outbox messages are read-only once returned.
 var emptyAnnotations = &protocol.Map{}
 
-// msgFreeTask is free-keys for one task, from pre-boxed values.
+// msgFreeTask is free-keys for one task; the keys list shares the
+// message's allocation.
 func (s *State) msgFreeTask(ts *TaskState) *protocol.Map {
-	return map3("op", "free-keys", "keys", ts.keyListAny, "stimulus_id", s.sidAny())
+	b := &struct {
+		m    protocol.Map
+		es   [3]protocol.Entry
+		keys [1]protocol.Key
+	}{}
+	b.keys[0] = ts.Key
+	b.es = [3]protocol.Entry{{Key: "op", Value: "free-keys"}, {Key: "keys", Value: b.keys[:]}, {Key: "stimulus_id", Value: s.sidAny()}}
+	b.m.Entries = b.es[:]
+	return &b.m
 }
 
 func msgKeyInMemoryTask(ts *TaskState, typ []byte) *protocol.Map {
@@ -121,12 +130,17 @@ func (s *State) taskToMsg(ts *TaskState) *protocol.Map {
 	if n := ts.dependencies.Len(); n > 0 {
 		whoHas = make(map[protocol.Key][]string, n)
 		nbytes = make(map[protocol.Key]int64, n)
+		total := 0
 		for _, dts := range ts.dependencies.Items() {
-			addrs := make([]string, 0, dts.whoHas.Len())
+			total += dts.whoHas.Len()
+		}
+		all := make([]string, 0, total) // one backing array for every dependency's holders
+		for _, dts := range ts.dependencies.Items() {
+			start := len(all)
 			for _, ws := range dts.whoHas.Items() {
-				addrs = append(addrs, ws.Address)
+				all = append(all, ws.Address)
 			}
-			whoHas[dts.Key] = addrs
+			whoHas[dts.Key] = all[start:len(all):len(all)]
 			nbytes[dts.Key] = dts.nbytes
 		}
 	} else {
@@ -155,7 +169,7 @@ func (s *State) taskToMsg(ts *TaskState) *protocol.Map {
 	es[5] = entry("who_has", whoHas)
 	es[6] = entry("nbytes", nbytes)
 	es[7] = entry("run_spec", ts.runSpec)
-	es[8] = entry("resource_restrictions", ts.resourcesRaw)
+	es[8] = entry("resource_restrictions", ts.x().resourcesRaw)
 	es[9] = entry("actor", ts.actor)
 	es[10] = entry("annotations", ann)
 	es[11] = entry("span_id", nil)
@@ -163,18 +177,6 @@ func (s *State) taskToMsg(ts *TaskState) *protocol.Map {
 }
 
 // ---- sending -----------------------------------------------------------------
-
-func (s *State) toWorker(ws *WorkerState, m *protocol.Map) {
-	s.out.ToWorker(ws.Address, m)
-}
-
-// toClient sends to a client that has a stream; distributed's report()
-// skips clients without a comm (fire-and-forget, publish pseudo-clients).
-func (s *State) toClient(cs *ClientState, m *protocol.Map) {
-	if cs.connected {
-		s.out.ToClient(cs.ID, m)
-	}
-}
 
 // report mirrors Scheduler.report(msg, ts, client): every client wanting ts
 // plus client (which may not want it yet).
@@ -212,7 +214,7 @@ func taskReportMsg(ts *TaskState) *protocol.Map {
 		if f == nil {
 			f = ts
 		}
-		return msgTaskErred(ts.Key, f.exception, f.traceback)
+		return msgTaskErred(ts.Key, f.x().exception, f.x().traceback)
 	}
 	return nil
 }

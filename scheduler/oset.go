@@ -1,5 +1,7 @@
 package scheduler
 
+import "slices"
+
 // oset is an insertion-ordered set with swap-remove. The engine iterates its
 // sets to build messages and recommendations, and Go map order is random, so
 // plain maps would make the outbox differ between runs; oset keeps every run
@@ -7,9 +9,14 @@ package scheduler
 // (the common case: dependencies, replicas) are scanned linearly; an index
 // map is built only once a set grows past osetLinear, so a 10k-way fan-in
 // still removes in O(1).
+//
+// The first item lives inline (one): most sets hold a single item (who_has,
+// who_wants, a lone dependent), and that saves an allocation per set. An
+// oset must therefore never be copied by value once it holds items.
 type oset[T comparable] struct {
 	items []T
 	idx   map[T]int32
+	one   [1]T
 }
 
 const osetLinear = 16
@@ -41,16 +48,33 @@ func (s *oset[T]) Add(v T) bool {
 	if s.find(v) >= 0 {
 		return false
 	}
-	s.items = append(s.items, v)
+	s.addNew(v)
+	return true
+}
+
+// addNew appends v, which the caller knows is absent (a symmetric set
+// said so): it skips Add's lookup, a hash probe on big sets.
+func (s *oset[T]) addNew(v T) {
+	if s.items == nil {
+		s.items = s.one[:0:1]
+	} else if len(s.items) == 1 && cap(s.items) == 1 {
+		// leaving the inline slot: clear it so it pins nothing
+		s.items = append(make([]T, 0, 4), s.items[0])
+		s.one[0] = *new(T)
+	}
+	s.items = appendDoubling(s.items, v)
 	if s.idx != nil {
 		s.idx[v] = int32(len(s.items) - 1)
 	} else if len(s.items) > osetLinear {
-		s.idx = make(map[T]int32, len(s.items)*2)
-		for i, x := range s.items {
-			s.idx[x] = int32(i)
-		}
+		s.buildIndex(2 * len(s.items))
 	}
-	return true
+}
+
+func (s *oset[T]) buildIndex(size int) {
+	s.idx = make(map[T]int32, size)
+	for i, x := range s.items {
+		s.idx[x] = int32(i)
+	}
 }
 
 // Remove deletes v (moving the last item into its place) and reports
@@ -80,6 +104,16 @@ func (s *oset[T]) Remove(v T) bool {
 func (s *oset[T]) Clear() {
 	s.items = nil
 	s.idx = nil
+	s.one[0] = *new(T)
+}
+
+// reset empties the set but keeps its storage, for a reused scratch set.
+func (s *oset[T]) reset() {
+	clear(s.items)
+	s.items = s.items[:0]
+	if s.idx != nil {
+		clear(s.idx)
+	}
 }
 
 // Snapshot copies the items, for loops that mutate the set.
@@ -88,4 +122,14 @@ func (s *oset[T]) Snapshot() []T {
 		return nil
 	}
 	return append([]T(nil), s.items...)
+}
+
+// appendDoubling is append with a capacity that doubles: append grows big
+// slices by 1.25x, re-copying every element about five times over while a
+// 100k-item set (a client's wants_what, the queue) fills up.
+func appendDoubling[T any](s []T, v T) []T {
+	if len(s) == cap(s) && len(s) >= 256 {
+		s = slices.Grow(s, len(s))
+	}
+	return append(s, v)
 }

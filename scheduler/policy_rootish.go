@@ -17,6 +17,9 @@ func (s *State) isRootish(ts *TaskState) bool {
 	if tg.size <= 2*s.totalNThreads || len(tg.dependencies) >= s.cfg.RootishTaskgroup {
 		return false
 	}
+	if len(tg.dependencies) == 0 {
+		return 0 < s.cfg.RootishTaskgroupDependencies // skip the range: a map iterator costs even when empty
+	}
 	total := 0
 	for dg := range tg.dependencies {
 		total += dg.size

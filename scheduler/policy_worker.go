@@ -69,7 +69,11 @@ func (s *State) decideWorker(ts *TaskState, valid []*WorkerState, restricted boo
 	if ts.actor {
 		cand = s.running.Items()
 	} else {
-		var seen oset[*WorkerState]
+		// a reused set: a local one escapes (its items are returned) and
+		// allocates on every placement; only the recursion below re-enters,
+		// after cand's last use
+		seen := &s.scratchWS
+		seen.reset()
 		for _, dts := range ts.dependencies.Items() {
 			for _, ws := range dts.whoHas.Items() {
 				if ws.status == "running" && !ws.closed {
@@ -87,7 +91,7 @@ func (s *State) decideWorker(ts *TaskState, valid []*WorkerState, restricted boo
 		cand = intersectWorkers(cand, valid)
 		if len(cand) == 0 {
 			cand = valid
-			if len(cand) == 0 && ts.looseRestrictions {
+			if len(cand) == 0 && ts.x().looseRestrictions {
 				return s.decideWorker(ts, nil, false)
 			}
 		}
@@ -119,19 +123,19 @@ func intersectWorkers(a, b []*WorkerState) []*WorkerState {
 // holds the valid running workers.
 func (s *State) validWorkers(ts *TaskState) ([]*WorkerState, bool) {
 	var set map[string]bool
-	if len(ts.workerRestrictions) > 0 {
+	if len(ts.x().workerRestrictions) > 0 {
 		set = map[string]bool{}
-		for _, a := range ts.workerRestrictions {
+		for _, a := range ts.x().workerRestrictions {
 			if s.workers[a] != nil {
 				set[a] = true
 			}
 		}
 	}
-	if len(ts.hostRestrictions) > 0 {
+	if len(ts.x().hostRestrictions) > 0 {
 		if set == nil {
 			set = map[string]bool{}
 		}
-		for _, h := range ts.hostRestrictions {
+		for _, h := range ts.x().hostRestrictions {
 			if hs := s.hosts[s.coerceHostname(h)]; hs != nil {
 				for _, ws := range hs.Items() {
 					set[ws.Address] = true
@@ -139,8 +143,8 @@ func (s *State) validWorkers(ts *TaskState) ([]*WorkerState, bool) {
 			}
 		}
 	}
-	if len(ts.resourceRestrictions) > 0 {
-		ww := s.resourceWorkers(ts.resourceRestrictions)
+	if len(ts.x().resourceRestrictions) > 0 {
+		ww := s.resourceWorkers(ts.x().resourceRestrictions)
 		if set == nil {
 			set = ww
 		} else {

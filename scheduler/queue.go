@@ -1,34 +1,48 @@
 package scheduler
 
 // taskHeap is distributed's HeapSet of queued tasks: the smallest priority
-// first, ties broken oldest first. Entries carry the sort key inline so
-// sifting compares without touching the (cache-cold) TaskStates; each task
-// records its index so a released task leaves the queue in O(log n) too.
+// first, ties broken oldest first. (priority, seq) is a total order, so
+// the pop order does not depend on how entries are stored, which is:
+//
+//   - run: entries pushed in increasing order, a sorted FIFO. Root-ish
+//     tasks reach the queue in priority order (the transitions loop runs
+//     bulk recommendations most urgent first), so nearly every push and
+//     pop is O(1) with no sifting through a big cache-cold array.
+//   - heap: a binary heap for the entries pushed out of order.
+//
+// Entries carry the sort key inline so comparisons never touch the
+// TaskStates, and no TaskState tracks its slot (a slot index written on
+// every sift cost a cache miss per level). Removing a task from the middle
+// (a release while queued) just ends its ticket (TaskState.heapTok); the
+// dead entry is dropped when it surfaces, or by a compaction once the dead
+// outnumber the live.
 type taskHeap struct {
-	items []heapEntry
+	run   []heapEntry // sorted; run[head:] are the entries
+	head  int
+	items []heapEntry // the heap
+	live  int         // entries whose ticket is current
+	tok   uint64      // last ticket issued
 }
 
 type heapEntry struct {
 	prio priority
 	seq  uint64
 	ts   *TaskState
+	tok  uint64 // live iff ts.heapTok == tok
 }
 
-func (h *taskHeap) Len() int { return len(h.items) }
-
-func (h *taskHeap) less(i, j int) bool {
-	a, b := &h.items[i], &h.items[j]
-	if a.prio != b.prio {
-		return a.prio.less(b.prio)
+func (e *heapEntry) before(f *heapEntry) bool {
+	if e.prio != f.prio {
+		return e.prio.less(f.prio)
 	}
-	return a.seq < b.seq
+	return e.seq < f.seq
 }
 
-func (h *taskHeap) swap(i, j int) {
-	h.items[i], h.items[j] = h.items[j], h.items[i]
-	h.items[i].ts.queueIdx = i
-	h.items[j].ts.queueIdx = j
-}
+func (e *heapEntry) alive() bool { return e.ts.heapTok == e.tok }
+
+func (h *taskHeap) Len() int { return h.live }
+
+func (h *taskHeap) less(i, j int) bool { return h.items[i].before(&h.items[j]) }
 
 func (h *taskHeap) up(j int) {
 	for j > 0 {
@@ -36,7 +50,7 @@ func (h *taskHeap) up(j int) {
 		if !h.less(j, i) {
 			break
 		}
-		h.swap(i, j)
+		h.items[i], h.items[j] = h.items[j], h.items[i]
 		j = i
 	}
 }
@@ -55,56 +69,144 @@ func (h *taskHeap) down(i int) {
 		if !h.less(j, i) {
 			return
 		}
-		h.swap(i, j)
+		h.items[i], h.items[j] = h.items[j], h.items[i]
 		i = j
 	}
 }
 
 func (h *taskHeap) push(ts *TaskState) {
-	if ts.queueIdx >= 0 {
+	if ts.heapTok != 0 {
 		return
 	}
-	ts.queueIdx = len(h.items)
-	h.items = append(h.items, heapEntry{prio: ts.priority, seq: ts.queueSeq, ts: ts})
-	h.up(ts.queueIdx)
+	h.tok++
+	ts.heapTok = h.tok
+	h.live++
+	e := heapEntry{prio: ts.priority, seq: ts.queueSeq, ts: ts, tok: h.tok}
+	if n := len(h.run); n == h.head || h.run[n-1].before(&e) {
+		h.run = appendDoubling(h.run, e)
+		return
+	}
+	h.items = appendDoubling(h.items, e)
+	h.up(len(h.items) - 1)
+}
+
+// dropTop removes the heap's top entry, live or dead.
+func (h *taskHeap) dropTop() {
+	last := len(h.items) - 1
+	h.items[0] = h.items[last]
+	h.items[last] = heapEntry{}
+	h.items = h.items[:last]
+	if last > 0 {
+		h.down(0)
+	}
+}
+
+// dropHead removes the run's first entry, live or dead; the consumed
+// prefix is reclaimed once it is half the slice (amortized O(1)).
+func (h *taskHeap) dropHead() {
+	h.run[h.head] = heapEntry{}
+	h.head++
+	if h.head == len(h.run) {
+		h.run, h.head = h.run[:0], 0
+	} else if h.head >= 1024 && 2*h.head >= len(h.run) {
+		n := copy(h.run, h.run[h.head:])
+		clear(h.run[n:])
+		h.run, h.head = h.run[:n], 0
+	}
+}
+
+// front returns the most urgent live entry and whether it is the run's,
+// dropping the dead entries it meets; nil when empty.
+func (h *taskHeap) front() (*heapEntry, bool) {
+	for h.head < len(h.run) && !h.run[h.head].alive() {
+		h.dropHead()
+	}
+	for len(h.items) > 0 && !h.items[0].alive() {
+		h.dropTop()
+	}
+	switch {
+	case h.head < len(h.run) && (len(h.items) == 0 || h.run[h.head].before(&h.items[0])):
+		return &h.run[h.head], true
+	case len(h.items) > 0:
+		return &h.items[0], false
+	}
+	return nil, false
 }
 
 // peek returns the most urgent queued task, or nil.
 func (h *taskHeap) peek() *TaskState {
-	if len(h.items) == 0 {
-		return nil
+	if e, _ := h.front(); e != nil {
+		return e.ts
 	}
-	return h.items[0].ts
+	return nil
 }
 
 func (h *taskHeap) remove(ts *TaskState) {
-	i := ts.queueIdx
-	if i < 0 || i >= len(h.items) || h.items[i].ts != ts {
+	if ts.heapTok == 0 {
 		return
 	}
-	last := len(h.items) - 1
-	if i != last {
-		h.swap(i, last)
-	}
-	h.items[last] = heapEntry{}
-	h.items = h.items[:last]
-	ts.queueIdx = -1
-	if i != last {
-		h.down(i)
-		h.up(i)
+	ts.heapTok = 0
+	h.live--
+	h.bound()
+}
+
+// size counts the entries held, live or dead.
+func (h *taskHeap) size() int { return len(h.run) - h.head + len(h.items) }
+
+// bound keeps dead entries from piling up (they pin forgotten tasks):
+// never more than half of a big queue, none in an empty one.
+func (h *taskHeap) bound() {
+	switch {
+	case h.live == 0:
+		clear(h.run)
+		clear(h.items)
+		h.run, h.head, h.items = h.run[:0], 0, h.items[:0]
+	case h.size() > 64 && h.size() > 2*h.live:
+		h.compact()
 	}
 }
 
-func (h *taskHeap) has(ts *TaskState) bool {
-	return ts.queueIdx >= 0 && ts.queueIdx < len(h.items) && h.items[ts.queueIdx].ts == ts
+// compact drops the dead entries and re-heapifies: O(n), run when more
+// than half the entries are dead, so amortized O(1) per removal or pop.
+func (h *taskHeap) compact() {
+	run := h.run[:0]
+	for _, e := range h.run[h.head:] {
+		if e.alive() {
+			run = append(run, e)
+		}
+	}
+	clear(h.run[len(run):])
+	h.run, h.head = run, 0
+	keep := h.items[:0]
+	for _, e := range h.items {
+		if e.alive() {
+			keep = append(keep, e)
+		}
+	}
+	clear(h.items[len(keep):])
+	h.items = keep
+	for i := len(h.items)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
 }
+
+func (h *taskHeap) has(ts *TaskState) bool { return ts.heapTok != 0 }
 
 // pop removes and returns the most urgent queued task, or nil.
 func (h *taskHeap) pop() *TaskState {
-	ts := h.peek()
-	if ts != nil {
-		h.remove(ts)
+	e, inRun := h.front()
+	if e == nil {
+		return nil
 	}
+	ts := e.ts
+	ts.heapTok = 0
+	h.live--
+	if inRun {
+		h.dropHead()
+	} else {
+		h.dropTop()
+	}
+	h.bound()
 	return ts
 }
 
@@ -225,7 +327,8 @@ func (s *State) slotUpdate(ws *WorkerState) {
 	in := s.idleTaskCount.Has(ws) && !ws.closed
 	switch {
 	case in && ws.slotPos == 0:
-		s.slots.push(&slotEntry{load: workerLoad(ws), ws: ws})
+		ws.slot = slotEntry{load: workerLoad(ws), ws: ws} // embedded: no allocation per slot opening
+		s.slots.push(&ws.slot)
 	case in:
 		e := s.slots.items[ws.slotPos-1]
 		if l := workerLoad(ws); l != e.load {

@@ -105,3 +105,56 @@ func TestDataProducerIsRootish(t *testing.T) {
 	s.submit("c1", tasks)
 	eq(t, s.Count(StatusQueued), 1, "data producers are queued like root tasks")
 }
+
+// TestTaskHeapMatchesSortedOrder drives the queue (sorted run + heap, lazy
+// removal) with random pushes, mid-queue removals and pops, and checks each
+// pop against a plain sorted reference and the queue's invariants.
+func TestTaskHeapMatchesSortedOrder(t *testing.T) {
+	s := New(Config{ValidateInvariants: true})
+	rng := uint64(42)
+	next := func(n int) int { // xorshift: deterministic, no global rand
+		rng ^= rng << 13
+		rng ^= rng >> 7
+		rng ^= rng << 17
+		return int(rng % uint64(n))
+	}
+	var h taskHeap
+	var ref []*TaskState // live queued tasks, any order
+	seq := uint64(0)
+	for step := 0; step < 20000; step++ {
+		switch r := next(10); {
+		case r < 5 && step%5000 < 4000: // push, mostly in increasing order like root-ish tasks; then drain
+			seq++
+			ts := &TaskState{state: StatusQueued, queueSeq: seq, recIdx: -1}
+			o := float64(seq)
+			if next(4) == 0 {
+				o = float64(next(int(seq) + 1))
+			}
+			ts.priority = priority{0, 1, o}
+			h.push(ts)
+			ref = append(ref, ts)
+		case r < 7 && len(ref) > 0: // release from the middle
+			i := next(len(ref))
+			h.remove(ref[i])
+			ref[i] = ref[len(ref)-1]
+			ref = ref[:len(ref)-1]
+		case len(ref) > 0:
+			best := 0
+			for i, ts := range ref {
+				a := heapEntry{prio: ts.priority, seq: ts.queueSeq}
+				b := heapEntry{prio: ref[best].priority, seq: ref[best].queueSeq}
+				if a.before(&b) {
+					best = i
+				}
+			}
+			got := h.pop()
+			if got != ref[best] {
+				t.Fatalf("step %d: popped %v/%d, want %v/%d", step, got.priority, got.queueSeq, ref[best].priority, ref[best].queueSeq)
+			}
+			ref[best] = ref[len(ref)-1]
+			ref = ref[:len(ref)-1]
+		}
+		eq(t, h.Len(), len(ref), "live count")
+		s.validateTaskHeap(&h)
+	}
+}

@@ -23,7 +23,7 @@ func (s *State) handleRestart() {
 	s.queueSlotsMaybeOpened()
 	for _, cs := range s.clientOrder.Items() {
 		if cs.connected {
-			s.out.ToClient(cs.ID, protocol.NewMap("op", "restart"))
+			s.toClientID(cs.ID, protocol.NewMap("op", "restart"))
 		}
 	}
 }

@@ -60,6 +60,11 @@ type State struct {
 
 	// per-Handle context
 	out          *Outbox
+	outBuf       Outbox  // what out points at during Handle
+	pool         outPool // maps and slices handed back by Recycle
+	finArgs      transArgs
+	scratchTS    []*TaskState       // addToMemory's sorted dependents
+	scratchWS    oset[*WorkerState] // decideWorker's candidates
 	recs         recs
 	now          time.Time
 	stimulusID   string
@@ -102,13 +107,17 @@ func (s *State) Config() Config { return s.cfg }
 // Handle applies one stimulus and returns everything it wants sent. It is
 // synchronous and deterministic: the same stimuli give the same outboxes.
 func (s *State) Handle(st Stimulus) Outbox {
-	var out Outbox
 	if st == nil {
-		return out
+		return Outbox{}
 	}
-	s.begin(st.base(), &out)
+	// fill s.outBuf, not a local: s.out points at it, and a local would
+	// escape to the heap on every call
+	s.outBuf = Outbox{}
+	s.begin(st.base(), &s.outBuf)
 	s.dispatch(st)
 	s.end()
+	out := s.outBuf
+	s.outBuf = Outbox{}
 	return out
 }
 

@@ -42,10 +42,10 @@ func (s *State) handleRemoveWorker(addr string, expected, closeIt bool, reason s
 
 	for _, ts := range ws.processing.Snapshot() {
 		if !expected {
-			ts.suspicious++
+			ts.ext().suspicious++
 			ts.prefix.suspicious++
-			if ts.suspicious > s.cfg.AllowedFailures {
-				s.logf(LogError, ts.Key, addr, "", "task %s marked as failed because %d workers died while trying to run it", ts.Key, ts.suspicious)
+			if ts.x().suspicious > s.cfg.AllowedFailures {
+				s.logf(LogError, ts.Key, addr, "", "task %s marked as failed because %d workers died while trying to run it", ts.Key, ts.x().suspicious)
 				s.transition(ts, StatusErred, &transArgs{
 					worker: addr, cause: ts, exception: s.killedWorkerPickle(ts, addr),
 				})
@@ -100,9 +100,11 @@ func (s *State) handleTaskFinished(x *TaskFinished) {
 	case ts.state == StatusMemory:
 		s.addKeys(x.Worker, []protocol.Key{x.Key})
 	case ts.state == StatusProcessing:
-		s.transition(ts, StatusMemory, &transArgs{
-			worker: x.Worker, nbytes: x.NBytes, typ: x.Type, typeName: x.TypeName, startStops: x.StartStops,
-		})
+		// s.finArgs, not a literal: args passed through the transition
+		// table escape, and this is once per task. Nothing nested reads it.
+		s.finArgs = transArgs{worker: x.Worker, ws: ws, nbytes: x.NBytes, typ: x.Type, typeName: x.TypeName, startStops: x.StartStops}
+		s.transition(ts, StatusMemory, &s.finArgs)
+		s.finArgs = transArgs{}
 	default:
 		// waiting: the race of _transition_waiting_memory; the worker will
 		// get free-keys once the scheduler's own release reaches it.
@@ -121,8 +123,8 @@ func (s *State) handleTaskErred(x *TaskErred) {
 			if ts.processingOn != nil && ts.processingOn.Address == x.Worker {
 				s.transition(ts, StatusReleased, nil)
 			}
-		case ts.retries > 0:
-			ts.retries--
+		case ts.x().retries > 0:
+			ts.ext().retries--
 			s.transition(ts, StatusWaiting, nil)
 		default:
 			s.transition(ts, StatusErred, &transArgs{

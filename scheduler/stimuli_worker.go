@@ -44,6 +44,7 @@ func (s *State) handleAddWorker(x *AddWorker) {
 		MemoryLimit: x.MemoryLimit, Resources: copyResources(x.Resources), Nanny: x.Nanny,
 		Services: x.Services, LocalDirectory: x.LocalDirectory, PID: x.PID, ServerID: x.ServerID,
 		Extra: x.Extra, Versions: x.Versions, status: status, lastSeen: s.now,
+		processing: taskSet{role: roleProcessing}, hasWhat: taskSet{role: roleHasWhat},
 	}
 	s.workers[ws.Address] = ws
 	s.workerOrder.Add(ws)

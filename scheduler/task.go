@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"math"
+	"strings"
 
 	"daskgo/protocol"
 )
@@ -70,23 +71,22 @@ func (p priority) wire() []any {
 
 // TaskState mirrors distributed.scheduler.TaskState: everything the
 // scheduler knows about one key. Sets are osets so iteration is
-// deterministic.
+// deterministic. Fields are grouped so that the struct packs tightly, and
+// what few tasks have lives in extra: a smaller TaskState is less memory to
+// zero, to scan at every GC and to pull through the cache on every
+// transition (BenchmarkSubmitFinish).
 type TaskState struct {
 	Key protocol.Key
-	// keyAny and keyListAny are Key boxed once for messages: boxing a string
-	// into an interface allocates, and every message names its key.
-	keyAny     any
-	keyListAny any // []protocol.Key{Key}
-	state      Status
-	group      *TaskGroup
-	prefix     *TaskPrefix
+	// keyAny is Key boxed once for messages: boxing a string into an
+	// interface allocates, and every message names its key.
+	keyAny any
+	group  *TaskGroup
+	prefix *TaskPrefix
 
-	runSpec      *protocol.Blob
-	kind         string
-	dataProducer bool
-	priority     priority
-	hasPriority  bool
-	prioWire     any // priority.wire(), built once: priorities never change
+	runSpec  *protocol.Blob
+	kind     string
+	priority priority
+	prioWire any // priority.wire(), built once: priorities never change
 
 	dependencies oset[*TaskState]
 	dependents   oset[*TaskState]
@@ -96,37 +96,76 @@ type TaskState struct {
 	whoHas       oset[*WorkerState]
 	processingOn *WorkerState
 
-	hasLostDependencies  bool
+	annotations    *protocol.Map
+	nbytes         int64 // -1 until measured
+	typeName       string
+	exceptionBlame *TaskState
+	extra          *taskExtra // nil until a rare field is set
+	// slots: the task's position in one has_what, one wants_what and one
+	// processing set, so those big sets need no hash index (taskset.go)
+	slots [numRoles - 1]setSlot
+
+	runID    int64  // 0 = never sent
+	epoch    uint64 // == State.graphEpoch: touched by the graph being applied
+	heapTok  uint64 // ticket of the live entry in State.queued, 0 when not in it
+	queueSeq uint64 // tie-breaker: oldest first, like HeapSet
+	// coBlock/coPos: the task's place in a co-assignment run (coassign.go)
+	coBlock *coBlock
+	coPos   int32
+	recIdx  int32 // index in State.recs, -1 when not recommended
+
+	state               Status
+	dataProducer        bool
+	hasPriority         bool
+	hasLostDependencies bool
+	actor               bool
+	// viaQueuePolicy: placed by decide_worker_rootish_queuing_enabled while
+	// processing; such tasks never exceed a worker's slot limit.
+	viaQueuePolicy bool
+}
+
+// taskExtra holds the TaskState fields that few tasks use: restrictions,
+// retries, failures.
+type taskExtra struct {
 	workerRestrictions   []string
 	hostRestrictions     []string
 	resourceRestrictions map[string]float64
 	resourcesRaw         any // the annotation value, relayed in compute-task
 	looseRestrictions    bool
-	actor                bool
-	annotations          *protocol.Map
 	retries              int
 	suspicious           int
 
-	nbytes   int64 // -1 until measured
-	typeName string
-
 	exception, traceback         any
 	exceptionText, tracebackText string
-	exceptionBlame               *TaskState
 	erredOn                      []string
+}
 
-	runID int64 // 0 = never sent
-	// viaQueuePolicy: placed by decide_worker_rootish_queuing_enabled while
-	// processing; such tasks never exceed a worker's slot limit.
-	viaQueuePolicy bool
+// noExtra is what x() returns for a task without extra: read-only.
+var noExtra taskExtra
 
-	recIdx   int    // index in State.recs, -1 when not recommended
-	epoch    uint64 // == State.graphEpoch: touched by the graph being applied
-	queueIdx int    // index in State.queued, -1 when not queued
-	queueSeq uint64 // tie-breaker: oldest first, like HeapSet
-	// coBlock/coPos: the task's place in a co-assignment run (coassign.go)
-	coBlock *coBlock
-	coPos   int
+// x reads the rare fields; never write through it (use ext).
+func (ts *TaskState) x() *taskExtra {
+	if ts.extra == nil {
+		return &noExtra
+	}
+	return ts.extra
+}
+
+// ext returns the rare fields for writing, allocating them on first use.
+func (ts *TaskState) ext() *taskExtra {
+	if ts.extra == nil {
+		ts.extra = &taskExtra{}
+	}
+	return ts.extra
+}
+
+// clearException forgets the task's exception (retry, forget, scatter).
+func (ts *TaskState) clearException() {
+	ts.exceptionBlame = nil
+	if e := ts.extra; e != nil {
+		e.exception, e.traceback = nil, nil
+		e.exceptionText, e.tracebackText = "", ""
+	}
 }
 
 // State returns the task's current state.
@@ -173,7 +212,8 @@ func (ts *TaskState) addDependency(dts *TaskState) {
 }
 
 func (ts *TaskState) isRestricted() bool {
-	return len(ts.resourceRestrictions) > 0 || len(ts.workerRestrictions) > 0 || len(ts.hostRestrictions) > 0
+	e := ts.extra
+	return e != nil && (len(e.resourceRestrictions) > 0 || len(e.workerRestrictions) > 0 || len(e.hostRestrictions) > 0)
 }
 
 // TaskPrefix mirrors distributed's TaskPrefix: all tasks sharing key_split,
@@ -226,21 +266,30 @@ type TaskGroup struct {
 }
 
 func (s *State) newTask(key protocol.Key, spec *GraphTask, st Status) *TaskState {
-	kv := keyValue(key)
-	gname := keySplitGroupValue(kv)
+	str, plain := keyStr(key)
+	var kv any = str
+	var gname string
+	if plain {
+		gname = keySplitGroupString(str)
+	} else {
+		kv = key.Value()
+		gname = keySplitGroupValue(kv)
+	}
 	tg := s.groups[gname]
 	if tg == nil {
+		// names may be substrings of the key: clone them so a long-lived
+		// group or prefix does not pin the key's memory
 		pname := keySplitValue(kv)
 		tp := s.prefixes[pname]
 		if tp == nil {
-			tp = &TaskPrefix{Name: pname, durationAverage: -1, maxExecTime: -1}
-			s.prefixes[pname] = tp
+			tp = &TaskPrefix{Name: strings.Clone(pname), durationAverage: -1, maxExecTime: -1}
+			s.prefixes[tp.Name] = tp
 		}
-		tg = &TaskGroup{Name: gname, prefix: tp, dependencies: map[*TaskGroup]struct{}{}}
-		s.groups[gname] = tg
+		tg = &TaskGroup{Name: strings.Clone(gname), prefix: tp, dependencies: map[*TaskGroup]struct{}{}}
+		s.groups[tg.Name] = tg
 	}
-	ts := &TaskState{Key: key, keyAny: key, keyListAny: []protocol.Key{key}, state: st, group: tg,
-		prefix: tg.prefix, nbytes: -1, queueIdx: -1, recIdx: -1}
+	ts := &TaskState{Key: key, keyAny: key, state: st, group: tg,
+		prefix: tg.prefix, nbytes: -1, recIdx: -1}
 	tg.size++
 	tg.states[st]++
 	tg.prefix.states[st]++

@@ -13,6 +13,7 @@ import (
 // from the transitions loop carry none.
 type transArgs struct {
 	worker string
+	ws     *WorkerState // s.workers[worker] when the caller looked it up
 	// processing -> memory
 	nbytes     int64
 	typ        []byte
@@ -71,16 +72,16 @@ type rec struct {
 }
 
 func (r *recs) set(ts *TaskState, to Status) {
-	if i := ts.recIdx; i >= 0 && i < len(r.items) && r.items[i].ts == ts {
+	if i := int(ts.recIdx); i >= 0 && i < len(r.items) && r.items[i].ts == ts {
 		r.items[i].to = to
 		return
 	}
-	ts.recIdx = len(r.items)
+	ts.recIdx = int32(len(r.items))
 	r.items = append(r.items, rec{ts, to})
 }
 
 func (r *recs) get(ts *TaskState) (Status, bool) {
-	if i := ts.recIdx; i >= 0 && i < len(r.items) && r.items[i].ts == ts {
+	if i := int(ts.recIdx); i >= 0 && i < len(r.items) && r.items[i].ts == ts {
 		return r.items[i].to, true
 	}
 	return 0, false
@@ -180,42 +181,56 @@ type Transition struct {
 	At         time.Time
 }
 
+// transitionLog is a ring of capN entries, stored in fixed-size chunks
+// allocated as the log fills: growing one slice by doubling copied (with
+// write barriers) every entry again at each step, a cost paid on the
+// hottest path (BenchmarkSubmitFinish).
 type transitionLog struct {
-	total uint64 // transitions ever logged, for benchmarks
-	buf   []Transition
-	capN  int
-	next  int // oldest entry once full
-	full  bool
+	total  uint64 // transitions ever logged, for benchmarks
+	chunks [][]Transition
+	capN   int
+	n      int // entries held (== capN once full)
+	next   int // slot of the next write; the oldest entry once full
 }
 
+const logChunk = 1024
+
 func (l *transitionLog) init(n int) {
-	l.buf = make([]Transition, 0, min(n, 1024))
 	l.capN = n
 }
 
+func (l *transitionLog) at(i int) *Transition { return &l.chunks[i/logChunk][i%logChunk] }
+
 func (l *transitionLog) add(k protocol.Key, from, to Status, sid string, at time.Time) {
 	l.total++
-	t := Transition{Key: k, From: from, To: to, StimulusID: sid, At: at}
-	if !l.full {
-		l.buf = append(l.buf, t)
-		l.full = len(l.buf) == l.capN
-		return
+	if l.next == len(l.chunks)*logChunk {
+		l.chunks = append(l.chunks, make([]Transition, min(logChunk, l.capN-l.next)))
 	}
-	l.buf[l.next] = t
-	l.next = (l.next + 1) % l.capN
+	*l.at(l.next) = Transition{Key: k, From: from, To: to, StimulusID: sid, At: at}
+	if l.n < l.capN {
+		l.n++
+	}
+	if l.next++; l.next == l.capN {
+		l.next = 0
+	}
 }
 
 // entries returns the log oldest first.
 func (l *transitionLog) entries() []Transition {
-	if !l.full {
-		return l.buf
+	out := make([]Transition, 0, l.n)
+	start := 0
+	if l.n == l.capN {
+		start = l.next
 	}
-	return append(append([]Transition(nil), l.buf[l.next:]...), l.buf[:l.next]...)
+	for j := 0; j < l.n; j++ {
+		out = append(out, *l.at((start + j) % l.capN))
+	}
+	return out
 }
 
 // TransitionLog returns the bounded transition log, oldest first.
 func (s *State) TransitionLog() []Transition {
-	return append([]Transition(nil), s.log.entries()...)
+	return s.log.entries()
 }
 
 // Story returns the logged transitions of key (distributed's story()).

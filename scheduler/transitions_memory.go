@@ -24,7 +24,7 @@ func (s *State) transitionMemoryReleased(ts *TaskState, _ *transArgs) {
 		}
 		if ts.whoWants.Len() > 0 {
 			ts.exceptionBlame = ts
-			ts.exception = actorLostPickle()
+			ts.ext().exception = actorLostPickle()
 			s.recommend(ts, StatusErred) // don't try to recreate
 			return
 		}
@@ -35,9 +35,11 @@ func (s *State) transitionMemoryReleased(ts *TaskState, _ *transArgs) {
 	}
 	s.removeAllReplicas(ts)
 	s.setState(ts, StatusReleased)
-	lost := msgLostData(ts.Key)
-	for _, cs := range ts.whoWants.Items() {
-		s.toClient(cs, lost)
+	if ts.whoWants.Len() > 0 { // build lost-data only for someone to tell
+		lost := msgLostData(ts.Key)
+		for _, cs := range ts.whoWants.Items() {
+			s.toClient(cs, lost)
+		}
 	}
 	switch {
 	case ts.runSpec == nil: // pure data
@@ -80,7 +82,7 @@ func (s *State) transitionReleasedErred(ts *TaskState, _ *transArgs) {
 			s.recommend(dts, StatusErred)
 		}
 	}
-	m := msgTaskErred(ts.Key, failing.exception, failing.traceback)
+	m := msgTaskErred(ts.Key, failing.x().exception, failing.x().traceback)
 	for _, cs := range ts.whoWants.Items() {
 		s.toClient(cs, m)
 	}
@@ -89,20 +91,21 @@ func (s *State) transitionReleasedErred(ts *TaskState, _ *transArgs) {
 
 // transitionErredReleased mirrors _transition_erred_released (retry).
 func (s *State) transitionErredReleased(ts *TaskState, _ *transArgs) {
-	ts.exception, ts.traceback, ts.exceptionBlame = nil, nil, nil
-	ts.exceptionText, ts.tracebackText = "", ""
+	ts.clearException()
 	for _, dts := range ts.dependents.Items() {
 		if dts.state == StatusErred {
 			s.recommend(dts, StatusWaiting)
 		}
 	}
 	m := s.msgFreeTask(ts)
-	for _, addr := range ts.erredOn {
+	for _, addr := range ts.x().erredOn {
 		if ws := s.workers[addr]; ws != nil {
 			s.toWorker(ws, m)
 		}
 	}
-	ts.erredOn = nil
+	if ts.extra != nil {
+		ts.extra.erredOn = nil
+	}
 	r := msgTaskRetried(ts.Key)
 	for _, cs := range ts.whoWants.Items() {
 		s.toClient(cs, r)
@@ -199,5 +202,5 @@ func (s *State) removeKey(ts *TaskState) {
 	}
 	ts.whoWants.Clear()
 	ts.processingOn = nil
-	ts.exceptionBlame, ts.exception, ts.traceback = nil, nil, nil
+	ts.clearException()
 }

@@ -63,7 +63,10 @@ func (s *State) transitionProcessingMemory(ts *TaskState, a *transArgs) {
 		s.impossible(ts, StatusProcessing, StatusMemory)
 		return
 	}
-	ws := s.workers[a.worker]
+	ws := a.ws
+	if ws == nil || ws.closed {
+		ws = s.workers[a.worker]
+	}
 	if ws == nil {
 		s.recommend(ts, StatusReleased)
 		return
@@ -84,9 +87,13 @@ func (s *State) transitionProcessingMemory(ts *TaskState, a *transArgs) {
 // addToMemory mirrors SchedulerState._add_to_memory.
 func (s *State) addToMemory(ts *TaskState, ws *WorkerState, typ []byte, typeName string) {
 	s.addReplica(ts, ws)
-	deps := ts.dependents.Snapshot()
+	deps := ts.dependents.Items()
 	if len(deps) > 1 {
-		// recommendations pop LIFO: lowest priority first in, runs last
+		// recommendations pop LIFO: lowest priority first in, runs last.
+		// Sort a copy in a reused buffer (dependents keep their order);
+		// nothing below re-enters addToMemory before the loop ends.
+		s.scratchTS = append(s.scratchTS[:0], deps...)
+		deps = s.scratchTS
 		sort.SliceStable(deps, func(i, j int) bool { return deps[j].priority.less(deps[i].priority) })
 	}
 	for _, dts := range deps {
@@ -117,6 +124,7 @@ func (s *State) addToMemory(ts *TaskState, ws *WorkerState, typ []byte, typeName
 		ts.group.types[typeName]++
 	}
 	s.releaseFireAndForget(ts)
+	clear(s.scratchTS) // pins no task
 }
 
 // transitionProcessingReleased mirrors _transition_processing_released.
@@ -142,16 +150,16 @@ func (s *State) propagateErred(ts *TaskState, a *transArgs) {
 	if a == nil {
 		a = &transArgs{}
 	}
-	if a.worker != "" && !containsString(ts.erredOn, a.worker) {
-		ts.erredOn = append(ts.erredOn, a.worker)
+	if a.worker != "" && !containsString(ts.x().erredOn, a.worker) {
+		ts.ext().erredOn = append(ts.ext().erredOn, a.worker)
 	}
 	if a.exception != nil {
-		ts.exception = a.exception
-		ts.exceptionText = a.exceptionText
+		ts.ext().exception = a.exception
+		ts.ext().exceptionText = a.exceptionText
 	}
 	if a.traceback != nil {
-		ts.traceback = a.traceback
-		ts.tracebackText = a.tracebackText
+		ts.ext().traceback = a.traceback
+		ts.ext().tracebackText = a.tracebackText
 	}
 	if a.cause != nil {
 		ts.exceptionBlame = a.cause
@@ -170,7 +178,7 @@ func (s *State) propagateErred(ts *TaskState, a *transArgs) {
 		}
 	}
 	ts.waiters.Clear()
-	m := msgTaskErred(ts.Key, failing.exception, failing.traceback)
+	m := msgTaskErred(ts.Key, failing.x().exception, failing.x().traceback)
 	for _, cs := range ts.whoWants.Items() {
 		s.toClient(cs, m)
 	}

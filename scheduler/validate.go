@@ -78,6 +78,11 @@ func (s *State) validateTaskEdges(ts *TaskState) {
 }
 
 func (s *State) validateTaskState(ts *TaskState) {
+	for r, sl := range ts.slots {
+		if sl.set != nil && (sl.set.role != setRole(r+1) || int(sl.pos) >= len(sl.set.items) || sl.set.items[sl.pos] != ts) {
+			s.broken(ts, "stale %d-role set slot at %d", r+1, sl.pos)
+		}
+	}
 	if ts.state != StatusProcessing && ts.processingOn != nil {
 		s.broken(ts, "processing_on set outside processing")
 	}
@@ -176,6 +181,8 @@ func (s *State) validateWorkers() {
 }
 
 func (s *State) validateWorkerTasks(ws *WorkerState) {
+	ws.hasWhat.validate(s, "has_what of "+ws.Address)
+	ws.processing.validate(s, "processing of "+ws.Address)
 	for _, ts := range ws.hasWhat.Items() {
 		if !ts.whoHas.Has(ws) {
 			s.broken(ts, "in has_what of %s but not in who_has", ws.Address)
@@ -246,6 +253,7 @@ func (s *State) validateClients() {
 		if cs.ID != id {
 			panic("scheduler invariant broken: client indexed under another id")
 		}
+		cs.wantsWhat.validate(s, "wants_what of "+id)
 		for _, ts := range cs.wantsWhat.Items() {
 			if !ts.whoWants.Has(cs) || s.tasks[ts.Key] != ts {
 				s.broken(ts, "wants_what of %s asymmetric with who_wants", id)
@@ -255,15 +263,7 @@ func (s *State) validateClients() {
 }
 
 func (s *State) validateQueue() {
-	for i, e := range s.queued.items {
-		ts := e.ts
-		if ts.queueIdx != i || ts.state != StatusQueued || e.prio != ts.priority {
-			s.broken(ts, "queue slot %d inconsistent", i)
-		}
-		if i > 0 && s.queued.less(i, (i-1)/2) {
-			s.broken(ts, "heap order broken at %d", i)
-		}
-	}
+	s.validateTaskHeap(&s.queued)
 	s.validateWithholding()
 	if s.queuedLen() > 0 {
 		for _, ws := range s.idleTaskCount.Items() {
@@ -276,6 +276,43 @@ func (s *State) validateQueue() {
 		if s.tasks[ts.Key] != ts {
 			s.broken(ts, "unknown task in unrunnable")
 		}
+	}
+}
+
+// validateTaskHeap checks the queue's two stores: the run sorted, the heap
+// ordered, every live entry a queued task with its current key, and the
+// dead entries bounded.
+func (s *State) validateTaskHeap(h *taskHeap) {
+	live := 0
+	check := func(where string, i int, e *heapEntry) {
+		ts := e.ts
+		if e.tok == 0 || e.tok > h.tok {
+			s.broken(ts, "queue %s slot %d has a ticket never issued", where, i)
+		}
+		if e.alive() {
+			live++
+			if ts.state != StatusQueued || e.prio != ts.priority || e.seq != ts.queueSeq || ts.coBlock != nil {
+				s.broken(ts, "queue %s slot %d inconsistent", where, i)
+			}
+		}
+	}
+	for i := h.head; i < len(h.run); i++ {
+		check("run", i, &h.run[i])
+		if i > h.head && !h.run[i-1].before(&h.run[i]) {
+			s.broken(h.run[i].ts, "queue run out of order at %d", i)
+		}
+	}
+	for i := range h.items {
+		check("heap", i, &h.items[i])
+		if i > 0 && h.less(i, (i-1)/2) {
+			s.broken(h.items[i].ts, "heap order broken at %d", i)
+		}
+	}
+	if live != h.live {
+		panic(fmt.Sprintf("scheduler invariant broken: %d live queue entries, %d counted", live, h.live))
+	}
+	if n := h.size(); (n > 64 && n > 2*h.live) || (n > 0 && h.live == 0) {
+		panic(fmt.Sprintf("scheduler invariant broken: queue holds %d entries for %d live tasks", n, h.live))
 	}
 }
 

@@ -36,9 +36,9 @@ type WorkerState struct {
 	metrics  *protocol.Map
 	closed   bool // removed from the cluster; stale pointers see this
 
-	processing  oset[*TaskState]
+	processing  taskSet
 	longRunning oset[*TaskState]
-	hasWhat     oset[*TaskState]
+	hasWhat     taskSet
 	actors      oset[*TaskState]
 	executing   map[protocol.Key]float64
 	// needsWhat counts processing tasks needing a dependency this worker
@@ -54,6 +54,7 @@ type WorkerState struct {
 	// slotPos is 1 + the worker's index in State.slots (0: absent);
 	// coRuns are the co-assignment runs it owns (coassign.go).
 	slotPos int
+	slot    slotEntry // ws's entry in State.slots while slotPos > 0
 	coRuns  *ixheap[*coRun]
 }
 
@@ -158,7 +159,7 @@ func (s *State) dropNetworkOcc(ws *WorkerState, nb int64) {
 
 // addReplica mirrors SchedulerState.add_replica / WorkerState.add_replica.
 func (s *State) addReplica(ts *TaskState, ws *WorkerState) {
-	if ws.hasWhat.Has(ts) {
+	if ts.whoHas.Has(ws) { // == ws.hasWhat.Has(ts), probing the small side
 		return
 	}
 	nb := s.getNBytes(ts)
@@ -166,9 +167,9 @@ func (s *State) addReplica(ts *TaskState, ws *WorkerState) {
 		delete(ws.needsWhat, ts)
 		s.dropNetworkOcc(ws, nb)
 	}
-	ts.whoHas.Add(ws)
+	ts.whoHas.addNew(ws) // absent: who_has mirrors has_what, checked above
 	ws.nbytes += nb
-	ws.hasWhat.Add(ts)
+	ws.hasWhat.addNew(ts)
 }
 
 func (s *State) removeReplica(ts *TaskState, ws *WorkerState) {
@@ -264,7 +265,10 @@ func (s *State) isUnoccupied(ws *WorkerState, occ float64, p int) bool {
 }
 
 func (s *State) acquireResources(ts *TaskState, ws *WorkerState) {
-	for r, q := range ts.resourceRestrictions {
+	if ts.extra == nil {
+		return // skip the range: a map iterator costs even when empty
+	}
+	for r, q := range ts.x().resourceRestrictions {
 		if ws.usedResources == nil {
 			ws.usedResources = map[string]float64{}
 		}
@@ -273,7 +277,10 @@ func (s *State) acquireResources(ts *TaskState, ws *WorkerState) {
 }
 
 func (s *State) releaseResources(ts *TaskState, ws *WorkerState) {
-	for r, q := range ts.resourceRestrictions {
+	if ts.extra == nil {
+		return // skip the range: a map iterator costs even when empty
+	}
+	for r, q := range ts.x().resourceRestrictions {
 		if ws.usedResources != nil {
 			ws.usedResources[r] -= q
 		}

@@ -52,7 +52,7 @@ func TestKilledWorkerAfterAllowedFailures(t *testing.T) {
 	s.handle(&RemoveWorker{Worker: addr("w1")})
 	// with no threads in the cluster every task looks root-ish: queued
 	s.wantStatus("boom", "queued")
-	eq(t, s.Task(k("boom")).suspicious, 1, "suspicious")
+	eq(t, s.Task(k("boom")).x().suspicious, 1, "suspicious")
 	s.addWorker("w2", 1)
 	s.wantStatus("boom", "processing")
 	out := s.handle(&RemoveWorker{Worker: addr("w2")})
@@ -70,7 +70,7 @@ func TestExpectedRemovalIsNotSuspicious(t *testing.T) {
 	s.submit("c1", []GraphTask{task("t")})
 	s.handle(&RemoveWorker{Worker: s.Task(k("t")).processingOn.Address, Expected: true, Close: true})
 	s.wantStatus("t", "processing")
-	eq(t, s.Task(k("t")).suspicious, 0, "suspicious")
+	eq(t, s.Task(k("t")).x().suspicious, 0, "suspicious")
 }
 
 func TestStaleRunID(t *testing.T) {

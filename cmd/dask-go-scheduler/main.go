@@ -16,6 +16,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -34,6 +35,12 @@ type options struct {
 }
 
 func main() {
+	// The engine allocates little but keeps a large live heap (every task of
+	// every graph); collecting at 4x instead of 2x the live heap halves the
+	// GC's share of scheduler CPU. GOGC in the environment still wins.
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
 	var o options
 	flag.StringVar(&o.host, "host", "", "URI, IP or hostname to listen on; empty means all interfaces")
 	flag.IntVar(&o.port, "port", 8786, "port to listen on; 0 picks a free port")

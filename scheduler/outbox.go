@@ -1,0 +1,104 @@
+package scheduler
+
+import "daskgo/protocol"
+
+// Filling the Outbox. Every task-finished sends at least one worker and one
+// client message, so the per-Handle cost of the Outbox's maps and per-peer
+// slices is a large share of the engine's allocations (BenchmarkSubmitFinish).
+// The outer ring may hand a sent Outbox back through Recycle; its maps and
+// slices are then reused by later Handles. Without Recycle nothing is
+// reused and every Outbox is fresh, as before.
+
+const (
+	// spareSlicesMax bounds the recycled per-peer slices kept; spareCapMax
+	// drops slices grown by a burst so one big release pins no memory.
+	spareSlicesMax = 64
+	spareCapMax    = 1024
+)
+
+// outPool holds what Recycle handed back.
+type outPool struct {
+	workers, clients map[string][]*protocol.Map
+	slices           [][]*protocol.Map
+}
+
+// Recycle returns an Outbox the outer ring has finished with (every stream
+// message handed to its batched stream, which copies the pointers) so its
+// maps and slices are reused by later Handle calls. The messages themselves
+// are not reused: streams may still hold them. Recycle an Outbox at most
+// once, after every copy of it is done with: its maps go to a later
+// Handle. out is zeroed. Recycling is optional.
+func (s *State) Recycle(out *Outbox) {
+	if out == nil {
+		return
+	}
+	s.pool.workers = s.recycleMap(s.pool.workers, out.Workers)
+	s.pool.clients = s.recycleMap(s.pool.clients, out.Clients)
+	*out = Outbox{}
+}
+
+func (s *State) recycleMap(keep, m map[string][]*protocol.Map) map[string][]*protocol.Map {
+	if m == nil {
+		return keep
+	}
+	for _, msgs := range m {
+		if cap(msgs) <= spareCapMax && len(s.pool.slices) < spareSlicesMax {
+			clear(msgs) // drop the message pointers: the GC may free them once sent
+			s.pool.slices = append(s.pool.slices, msgs[:0])
+		}
+	}
+	clear(m)
+	if keep == nil {
+		return m
+	}
+	return keep
+}
+
+// takeMap gives an empty map for an Outbox field, recycled when possible.
+func takeMap(spare *map[string][]*protocol.Map) map[string][]*protocol.Map {
+	if m := *spare; m != nil {
+		*spare = nil
+		return m
+	}
+	return map[string][]*protocol.Map{}
+}
+
+// appendPeer appends m to peer's messages, starting from a recycled slice
+// when the peer has none yet in this Outbox.
+func (s *State) appendPeer(dst map[string][]*protocol.Map, peer string, m *protocol.Map) {
+	msgs, ok := dst[peer]
+	if !ok {
+		if n := len(s.pool.slices); n > 0 {
+			msgs = s.pool.slices[n-1]
+			s.pool.slices[n-1] = nil
+			s.pool.slices = s.pool.slices[:n-1]
+		}
+	}
+	dst[peer] = append(msgs, m)
+}
+
+func (s *State) toWorker(ws *WorkerState, m *protocol.Map) {
+	s.toWorkerAddr(ws.Address, m)
+}
+
+func (s *State) toWorkerAddr(addr string, m *protocol.Map) {
+	if s.out.Workers == nil {
+		s.out.Workers = takeMap(&s.pool.workers)
+	}
+	s.appendPeer(s.out.Workers, addr, m)
+}
+
+// toClient sends to a client that has a stream; distributed's report()
+// skips clients without a comm (fire-and-forget, publish pseudo-clients).
+func (s *State) toClient(cs *ClientState, m *protocol.Map) {
+	if cs.connected {
+		s.toClientID(cs.ID, m)
+	}
+}
+
+func (s *State) toClientID(id string, m *protocol.Map) {
+	if s.out.Clients == nil {
+		s.out.Clients = takeMap(&s.pool.clients)
+	}
+	s.appendPeer(s.out.Clients, id, m)
+}
