@@ -155,13 +155,14 @@ def log_run(rec: dict) -> None:
               f"{rec.get('error')}", flush=True)
 
 
-def run_matrix(args, ctx: Context, tmp: Path) -> tuple[list[dict], dict]:
+def run_matrix(args, ctx: Context, tmp: Path, checkpoint=lambda records, series: None) -> tuple[list[dict], dict]:
     records, series = [], {}
 
     def keep(cluster, rec, ts):
         records.append(rec)
         series[f"{rec['workload']}|{rec['configuration']}|{rec['repetition']}"] = ts
         log_run(rec)
+        checkpoint(records, series)
         if not rec["ok"]:
             (tmp / "failures.log").open("a").write(
                 f"=== {rec['workload']} {rec['configuration']}\n{rec.get('traceback', '')}\n{cluster.logs()}\n")
@@ -256,7 +257,8 @@ def main(argv=None) -> int:
     started = time.perf_counter()
     records, series, over = [], {}, []
     if not args.overhead_only:
-        records, series = run_matrix(args, ctx, tmp)
+        records, series = run_matrix(
+            args, ctx, tmp, lambda r, s: report.write(out, r, s, [], machine, with_plots=False))
         check_consistency(records)
     if not args.no_overhead:
         over = overhead.run_all(tmp, smoke=args.smoke)

@@ -181,12 +181,15 @@ def plot(out: Path, records: list[dict], series: dict) -> list[str]:
     return names
 
 
-def write(out: Path, records: list[dict], series: dict, over: list[dict], machine: dict) -> None:
+def write(out: Path, records: list[dict], series: dict, over: list[dict], machine: dict,
+          with_plots: bool = True) -> None:
+    """Write every output; with_plots=False is the cheap checkpoint after each
+    run, so an interrupted full run keeps what it measured."""
     clean = [{k: v for k, v in r.items() if k != "traceback"} for r in records]
     (out / "latest.json").write_text(json.dumps(clean, indent=1))
     (out / "timeseries.json").write_text(json.dumps(series))
     (out / "overhead.json").write_text(json.dumps(
         {"machine": machine, "results": [{k: v for k, v in r.items() if k != "traceback"} for r in over]},
         indent=1))
-    plots = plot(out, records, series) if records else []
+    plots = plot(out, records, series) if records and with_plots else []
     (out / "latest.md").write_text(markdown(records, over, machine, plots))
