@@ -9,44 +9,26 @@ also when the test fails.
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from cluster import python_env
+from cluster import build_binary, python_env
+from cluster import stop as stop_process  # noqa: F401 - test_wire imports it from here
 
 ROOT = Path(__file__).resolve().parent.parent
-SCHEDULER_BINARY = ROOT / "bin" / "dask-go-scheduler"
-PYTHON = sys.executable
 
 
 def ensure_scheduler_binary() -> Path:
-    if not SCHEDULER_BINARY.exists():
-        build = subprocess.run(
-            ["go", "build", "-o", str(SCHEDULER_BINARY), "./cmd/dask-go-scheduler"],
-            cwd=ROOT, capture_output=True, text=True,
-        )
-        if build.returncode != 0:
-            pytest.fail(f"go build ./cmd/dask-go-scheduler failed:\n{build.stdout}{build.stderr}",
-                        pytrace=False)
-    return SCHEDULER_BINARY
-
-
-def stop_process(proc: subprocess.Popen, grace: float = 10.0) -> None:
-    """Stop exactly this child: SIGTERM, then SIGKILL after grace seconds."""
-    if proc.poll() is not None:
-        return
-    proc.send_signal(signal.SIGTERM)
+    """bin/dask-go-scheduler, rebuilt when older than the sources; a failed
+    build fails the test loudly."""
     try:
-        proc.wait(grace)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(5)
+        return build_binary()
+    except RuntimeError as e:
+        pytest.fail(str(e), pytrace=False)
 
 
 @dataclass

@@ -43,25 +43,11 @@ func (s *Server) registerClient(ctx context.Context, req *comm.Request) (any, er
 	}
 	log.Info().Msg("client connected")
 
-	closed := s.readStream(conn, func(m *protocol.Map) (bool, error) {
-		if op, _ := m.Get("op").(string); op == "close-stream" {
-			return true, nil
-		}
-		st, ok, err := clientStimulus(id, m, time.Now())
-		if err != nil || !ok {
-			return false, err
-		}
-		s.loop.submit(st)
-		return false, nil
+	closed := s.readStream(conn, func(m *protocol.Map, now time.Time) (scheduler.Stimulus, bool, error) {
+		return clientStimulus(id, m, now)
 	}, log)
 
-	s.mu.Lock()
-	mine := s.clients[id] == b
-	if mine {
-		delete(s.clients, id)
-	}
-	s.mu.Unlock()
-	if mine {
+	if s.detach(s.clients, id, b) {
 		s.loop.submit(&scheduler.RemoveClient{Base: base("client-stream-closed"), Client: id})
 	}
 	flushCtx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -71,11 +57,15 @@ func (s *Server) registerClient(ctx context.Context, req *comm.Request) (any, er
 	return nil, nil
 }
 
+// streamOp converts one op of a stream into a stimulus; ok is false for ops
+// the engine need not see.
+type streamOp func(m *protocol.Map, now time.Time) (st scheduler.Stimulus, ok bool, err error)
+
 // readStream reads batches (lists of op dicts) until close-stream, EOF or
-// an unreadable message, calling handle for each op. Bad ops are logged and
-// skipped: one malformed op must not cost a client its results. It reports
-// whether the peer closed the stream with close-stream.
-func (s *Server) readStream(conn *comm.Conn, handle func(*protocol.Map) (stop bool, err error), log zerolog.Logger) bool {
+// an unreadable message, and submits each op's stimulus to the engine. Bad
+// ops are logged and skipped: one malformed op must not cost a client its
+// results. It reports whether the peer closed the stream with close-stream.
+func (s *Server) readStream(conn *comm.Conn, convert streamOp, log zerolog.Logger) bool {
 	for {
 		msg, err := conn.Read()
 		if err != nil {
@@ -100,12 +90,14 @@ func (s *Server) readStream(conn *comm.Conn, handle func(*protocol.Map) (stop bo
 				log.Warn().Str("msg", protocol.String(item)).Msg("stream message is not a dict; ignored")
 				continue
 			}
-			stop, err := handle(m)
+			if op, _ := m.Get("op").(string); op == "close-stream" {
+				return true
+			}
+			st, ok, err := convert(m, time.Now())
 			if err != nil {
 				log.Warn().Err(err).Msg("bad stream message ignored")
-			}
-			if stop {
-				return true
+			} else if ok {
+				s.loop.submit(st)
 			}
 		}
 	}
@@ -150,29 +142,28 @@ func (s *Server) registerWorker(ctx context.Context, req *comm.Request) (any, er
 	}
 	log.Info().Str("name", aw.Name).Int("nthreads", aw.NThreads).Msg("worker registered")
 
-	graceful := s.readStream(conn, func(m *protocol.Map) (bool, error) {
-		if op, _ := m.Get("op").(string); op == "close-stream" {
-			return true, nil
-		}
-		st, ok, err := workerStimulus(aw.Address, m, time.Now())
-		if err != nil || !ok {
-			return false, err
-		}
-		s.loop.submit(st)
-		return false, nil
+	graceful := s.readStream(conn, func(m *protocol.Map, now time.Time) (scheduler.Stimulus, bool, error) {
+		return workerStimulus(aw.Address, m, now)
 	}, log)
 
-	s.mu.Lock()
-	mine := s.workers[aw.Address] == b
-	if mine {
-		delete(s.workers, aw.Address)
-	}
-	s.mu.Unlock()
+	s.detach(s.workers, aw.Address, b)
 	b.Abort()
 	s.loop.submit(&scheduler.RemoveWorker{Base: base("handle-worker-cleanup"), Worker: aw.Address,
 		Reason: "worker-stream-closed"})
 	log.Info().Bool("close-stream", graceful).Msg("worker stream closed")
 	return nil, nil
+}
+
+// detach removes the stream registered under id if it is still b (a
+// reconnected peer may have replaced it) and reports whether it was.
+func (s *Server) detach(streams map[string]*comm.BatchedSend, id string, b *comm.BatchedSend) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if streams[id] != b {
+		return false
+	}
+	delete(streams, id)
+	return true
 }
 
 // dropWorkerStream closes a worker's stream after the engine removed it
