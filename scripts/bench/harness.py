@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import overhead  # noqa: E402
 import report  # noqa: E402
-from procs import BENCH, CONFIGS, Sampler, Scheduler, Workers  # noqa: E402
+from procs import BENCH, CONFIGS, DIAGNOSTIC_CONFIGS, Sampler, Scheduler, Workers  # noqa: E402
 from workloads import WORKLOADS, Context, warm_up, worker_counters  # noqa: E402
 
 
@@ -44,7 +44,7 @@ class Cluster:
     """A fresh scheduler of one configuration, n stock workers and a Client."""
 
     def __init__(self, config: str, tmp: Path, n_workers: int, memory_limit: int, nanny: bool = True):
-        kind, env = CONFIGS[config]
+        kind, env = CONFIGS[config] if config in CONFIGS else DIAGNOSTIC_CONFIGS[config]
         self.config, self.tmp = config, tmp
         self.scheduler = Scheduler(kind, env, tmp)
         self.workers = Workers(tmp, self.scheduler.scheduler_file, n_workers, memory_limit, nanny=nanny)

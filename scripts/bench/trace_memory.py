@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from harness import Cluster  # noqa: E402
-from procs import BENCH, CONFIGS  # noqa: E402
+from procs import BENCH, CONFIGS, DIAGNOSTIC_CONFIGS  # noqa: E402
 from workloads import WORKLOADS, Context  # noqa: E402
 
 
@@ -100,6 +100,17 @@ def trace_one(config: str, workload: str, ctx: Context, workers: int, memory_lim
             "error": problem, "execute_seconds_by_prefix": spent, "samples": samples}
 
 
+def idle_share(run: dict) -> float:
+    """The share of (sample, worker) pairs in which the worker executed
+    nothing: threads left idle while the graph was running."""
+    pairs = idle = 0
+    for s in run["samples"]:
+        for w in s.get("workers", {}).values():
+            pairs += 1
+            idle += not any(row[2] for row in w.values())
+    return idle / pairs if pairs else 0.0
+
+
 def summarize(run: dict, top: int = 6) -> str:
     """The sample with the most bytes in memory: its per-prefix split."""
     best, best_bytes = None, -1
@@ -118,7 +129,8 @@ def summarize(run: dict, top: int = 6) -> str:
             for i in range(3):
                 acc[i] += row[i]
     per_worker = [sum(row[1] for row in w.values()) / 2**20 for w in best["workers"].values()]
-    lines = [f"{run['configuration']}: wall {run['wall_s']:.1f} s; most bytes in memory at t={best['t']} s: "
+    lines = [f"{run['configuration']}: wall {run['wall_s']:.1f} s; idle worker-samples {idle_share(run):.0%}; "
+             f"most bytes in memory at t={best['t']} s: "
              f"{best_bytes / 2**30:.2f} GiB, per worker MiB {[round(x) for x in per_worker]}"]
     for p, (n, b, ex) in sorted(by.items(), key=lambda kv: -kv[1][1])[:top]:
         lines.append(f"    {p:28} {n:5} keys {b / 2**20:8.0f} MiB  executing {ex}")
@@ -171,7 +183,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     configs = [c for c in args.configs.split(",") if c]
     for c in configs:
-        if c not in CONFIGS:
+        if c not in CONFIGS and c not in DIAGNOSTIC_CONFIGS:
             ap.error(f"unknown configuration {c!r}")
     limit = parse_bytes(args.memory_limit)
     ctx = Context(memory=args.workers * limit, nthreads=args.workers, smoke=args.smoke, scale=args.scale)
