@@ -234,8 +234,8 @@ def parse_args(argv=None):
         if w not in WORKLOADS:
             ap.error(f"unknown workload {w!r}; known: {', '.join(WORKLOADS)}")
     for c in args.configs:
-        if c not in CONFIGS:
-            ap.error(f"unknown configuration {c!r}; known: {', '.join(CONFIGS)}")
+        if c not in CONFIGS and c not in DIAGNOSTIC_CONFIGS:  # diagnostics: run them into their own --results
+            ap.error(f"unknown configuration {c!r}; known: {', '.join([*CONFIGS, *DIAGNOSTIC_CONFIGS])}")
     args.memory_limit = parse_bytes(args.memory_limit)
     args.repetitions = args.repetitions or (1 if args.smoke else 3)
     args.workers = args.workers or (2 if args.smoke else 4)
