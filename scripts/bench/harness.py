@@ -225,6 +225,8 @@ def parse_args(argv=None):
     ap.add_argument("--reuse-cluster", action="store_true", help="one cluster per configuration (smoke does)")
     ap.add_argument("--no-overhead", action="store_true", help="skip the scheduler-overhead benchmarks")
     ap.add_argument("--overhead-only", action="store_true", help="only the scheduler-overhead benchmarks")
+    ap.add_argument("--array-repetitions", type=int, default=1,
+                    help="repetitions of the 200k-task stock-array benchmark (default 1: 18 min per Python run)")
     ap.add_argument("--submit-repetitions", type=int, default=1,
                     help="repetitions of the 1M-task submit benchmark (default 1: minutes and GiB on Python)")
     args = ap.parse_args(argv)
@@ -263,8 +265,10 @@ def main(argv=None) -> int:
             args, ctx, tmp, lambda r, s: report.write(out, r, s, [], machine, with_plots=False))
         check_consistency(records)
     if not args.no_overhead:
-        over = overhead.run_all(tmp, smoke=args.smoke, repetitions=args.repetitions,
-                                submit_repetitions=args.submit_repetitions)
+        over = overhead.run_all(
+            tmp, smoke=args.smoke, repetitions=args.repetitions, array_repetitions=args.array_repetitions,
+            submit_repetitions=args.submit_repetitions,
+            on_record=lambda o: report.write(out, records, series, o, machine, with_plots=False))
     report.write(out, records, series, over, machine)
     failed = [r for r in records + over if not r["ok"]]
     print(f"\n{len(records)} workload runs, {len(over)} overhead runs, {len(failed)} failed, "

@@ -188,13 +188,16 @@ def submit_run(kind: str, tmp: Path, smoke: bool) -> dict:
     return rec
 
 
-def run_all(tmp: Path, smoke: bool, repetitions: int = 1, submit_repetitions: int = 1) -> list[dict]:
+def run_all(tmp: Path, smoke: bool, repetitions: int = 1, array_repetitions: int = 1,
+            submit_repetitions: int = 1, on_record=lambda results: None) -> list[dict]:
     """Every overhead benchmark for both schedulers, interleaved py, go, py,
-    go, ...: `repetitions` times the zero-worker and stock-array runs,
-    `submit_repetitions` times the 1M-task submit (minutes and GiB each on
-    the Python scheduler)."""
+    go, ...: `repetitions` times the zero-worker runs, `array_repetitions`
+    times the stock-array run (18 min per Python run here: 4 stock workers
+    on 2 cores), `submit_repetitions` times the 1M-task submit (minutes and
+    GiB each on the Python scheduler). on_record(results so far) after each
+    run, so that an interrupted run keeps what it measured."""
     results = []
-    steps = [("zero", zero_worker_runs, repetitions), ("array", stock_array_run, repetitions),
+    steps = [("zero", zero_worker_runs, repetitions), ("array", stock_array_run, array_repetitions),
              ("submit", submit_run, submit_repetitions)]
     for label, fn, reps in steps:
         for rep, kind in ((r, k) for r in range(reps) for k in ("py", "go")):
@@ -212,6 +215,7 @@ def run_all(tmp: Path, smoke: bool, repetitions: int = 1, submit_repetitions: in
             for r in got:
                 r["repetition"] = rep
             results.extend(got)
+            on_record(results)
             for r in got:
                 print(f"  overhead {r['benchmark']:22} {kind} rep {rep}: " + (
                     f"{r['tasks']:>8} tasks {r['wall_s']:7.2f} s {r['cpu_us_per_task']:8.1f} us/task"

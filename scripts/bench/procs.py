@@ -41,7 +41,7 @@ CONFIGS: dict[str, tuple[str, dict[str, str]]] = {
     "go-queuing-coassign": ("go", {SATURATION: "1.1", COASSIGN: "True"}),
 }
 
-# Configurations for diagnosis only (scripts/bench/trace_memory.py), never in
+# Configurations for diagnosis only (trace_memory.py, or bench.sh into its own --results), never in
 # the benchmark table: the Python scheduler without work stealing, which the
 # Go scheduler does not implement.
 DIAGNOSTIC_CONFIGS: dict[str, tuple[str, dict[str, str]]] = {
