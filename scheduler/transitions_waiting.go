@@ -64,7 +64,7 @@ func (s *State) transitionWaitingReleased(ts *TaskState, _ *transArgs) {
 func (s *State) transitionWaitingProcessing(ts *TaskState, _ *transArgs) {
 	var ws *WorkerState
 	if s.isRootish(ts) {
-		if math.IsInf(s.cfg.WorkerSaturation, 1) {
+		if math.IsInf(s.cfg.WorkerSaturation, 1) || ts.notQueueable {
 			if ws = s.decideWorkerRootishQueuingDisabled(ts); ws == nil {
 				s.recommend(ts, StatusNoWorker)
 				return
