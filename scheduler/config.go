@@ -25,6 +25,12 @@ type Config struct {
 	// tasks are handed out in contiguous runs of priorities per worker
 	// (distributed.scheduler.root-task-co-assignment; WITHHOLDING.md).
 	RootTaskCoAssignment bool
+	// SpreadRootsWithoutQueue: with WorkerSaturation = inf, place root-ish
+	// tasks like any other task (worker_objective over all workers) instead
+	// of distributed's group co-location (decide_worker_rootish_queuing_disabled).
+	// No distributed release does this; the simulator uses it as the "off"
+	// baseline (neither withholding nor any co-location).
+	SpreadRootsWithoutQueue bool
 	// RootishTaskgroup and RootishTaskgroupDependencies bound the dependency
 	// groups a root-ish task group may have (is_rootish).
 	RootishTaskgroup             int

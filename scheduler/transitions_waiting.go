@@ -65,7 +65,12 @@ func (s *State) transitionWaitingProcessing(ts *TaskState, _ *transArgs) {
 	var ws *WorkerState
 	if s.isRootish(ts) {
 		if math.IsInf(s.cfg.WorkerSaturation, 1) || ts.notQueueable {
-			if ws = s.decideWorkerRootishQueuingDisabled(ts); ws == nil {
+			if s.cfg.SpreadRootsWithoutQueue && !ts.notQueueable {
+				ws = s.decideWorkerNonRootish(ts)
+			} else {
+				ws = s.decideWorkerRootishQueuingDisabled(ts)
+			}
+			if ws == nil {
 				s.recommend(ts, StatusNoWorker)
 				return
 			}

@@ -240,6 +240,22 @@ func TestWithholdingOffAssignsAllAndCoAssigns(t *testing.T) {
 	sm.wantStatus("xsum4-0", "memory")
 }
 
+func TestSpreadRootsWithoutQueueInterleaves(t *testing.T) {
+	s := newTestState(t, withWorkers("w1:2", "w2:2"), withSaturation(inf),
+		func(c *Config, _ *[]string) { c.SpreadRootsWithoutQueue = true })
+	sm := &sim{tstate: s, prefix: "x", sent: map[string][]int{}}
+	sm.record(sm.submit("c1", reductionTree("x", 100, 4), "xsum4-0"))
+	eq(t, sm.Count(StatusQueued), 0, "nothing withheld")
+	eq(t, len(sm.sent[addr("w1")])+len(sm.sent[addr("w2")]), 100, "every root sent at once")
+	// round-robin over idle workers: siblings alternate, no co-location
+	for _, w := range []string{"w1", "w2"} {
+		eq(t, len(sm.sent[addr(w)]), 50, w+" share")
+		eq(t, contiguousRuns(sm.sent[addr(w)]) > 10, true, w+" siblings spread, not in one run")
+	}
+	sm.drain("w1", "w2")
+	sm.wantStatus("xsum4-0", "memory")
+}
+
 func TestCoAssignmentRunsAndPerRunOrder(t *testing.T) {
 	sm := newSim(t, modes[2], "x", "w1:2", "w2:2")
 	sm.record(sm.submit("c1", reductionTree("x", 100, 4), "xsum4-0"))

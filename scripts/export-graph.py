@@ -237,7 +237,7 @@ ROOT_RATES = {"basic-sum": 4e9, "jobqueue": 1e9, "dataframe-align": 100e6, "shuf
 
 # ---- small workloads: the benchmark suite's ---------------------------------
 
-def small(name, memory, nthreads):
+def small(name, memory, nthreads, bench_scale=1.0):
     """The benchmark suite's workload, sized for its default cluster. The
     suite keeps the collection inside its run() closure; we take it from
     there (scripts/bench is read-only for us)."""
@@ -245,7 +245,7 @@ def small(name, memory, nthreads):
     mod = importlib.util.module_from_spec(spec)
     sys.modules["bench_workloads"] = mod
     spec.loader.exec_module(mod)
-    ctx = mod.Context(memory=memory, nthreads=nthreads, smoke=False)
+    ctx = mod.Context(memory=memory, nthreads=nthreads, smoke=False, scale=bench_scale)
     prep = mod.WORKLOADS[name](ctx)
     if name == "jobqueue":
         return _jobqueue(prep.chunks, 3.0)
@@ -384,14 +384,39 @@ def json_key(key):
     return str(key)
 
 
-def export(name, scale, out, memory, nthreads):
+def measured_durations(path, keys):
+    """prefix -> mean measured seconds per task, from a trace written by
+    scripts/bench/trace_memory.py on the same workload and size: the
+    workers' own execute time per prefix (mean over the traced
+    configurations) divided by the graph's task count of that prefix."""
+    from dask.utils import key_split
+
+    runs = [r for r in json.loads(Path(path).read_text()) if r.get("ok") and r.get("execute_seconds_by_prefix")]
+    if not runs:
+        raise SystemExit(f"export-graph: {path} has no successful traced run with execute_seconds_by_prefix")
+    counts = Counter(key_split(k) for k in keys)
+    out = {}
+    for p, n in counts.items():
+        spent = [r["execute_seconds_by_prefix"].get(p) for r in runs]
+        spent = [s for s in spent if s]
+        if spent:
+            out[p] = sum(spent) / len(spent) / n
+    return out
+
+
+def export(name, scale, out, memory, nthreads, bench_scale=1.0, durations_from=None):
     from dask.utils import key_split
 
     t0 = time.monotonic()
-    w = FULL[name]() if scale == "full" else small(name, memory, nthreads)
+    w = FULL[name]() if scale == "full" else small(name, memory, nthreads, bench_scale)
     dsk, prio = materialize(w.collection)
     layers = array_layers(w.collection)
     est = estimate(w, dsk, layers)
+    if durations_from:
+        measured = measured_durations(durations_from, dsk)
+        for k, (d, nb, tr) in est.items():
+            est[k] = (measured.get(key_split(k), d), nb, tr)
+        w.notes = {**w.notes, "durations_measured": {"from": Path(durations_from).name, "prefixes": measured}}
     keys = sorted(dsk, key=lambda k: prio[k])
     index = {k: i for i, k in enumerate(keys)}
     prefixes = defaultdict(lambda: [0, 0.0, 0])
@@ -427,6 +452,11 @@ def main(argv=None):
     ap.add_argument("--out", type=Path, help="output file (one workload) or directory")
     ap.add_argument("--memory", type=float, default=4.0, help="small scale: total worker memory, GiB (bench default 4)")
     ap.add_argument("--nthreads", type=int, default=4, help="small scale: total worker threads (bench default 4)")
+    ap.add_argument("--durations-from", type=Path,
+                    help="a scripts/bench/trace_memory.py result for this workload and size: "
+                         "measured per-prefix durations replace the model's")
+    ap.add_argument("--bench-scale", type=float, default=1.0,
+                    help="small scale: the benchmark's --scale the graph must match (the committed bench runs used 0.5)")
     args = ap.parse_args(argv)
     names = list(FULL) if args.workload == ["all"] else args.workload
     for n in names:
@@ -436,7 +466,8 @@ def main(argv=None):
     for n in names:
         out = args.out if (args.out and len(names) == 1 and args.out.suffix == ".gz") else \
             (args.out or outdir) / f"{n}-{args.scale}.jsonl.gz"
-        export(n, args.scale, out, int(args.memory * GiB), args.nthreads)
+        export(n, args.scale, out, int(args.memory * GiB), args.nthreads, args.bench_scale,
+               args.durations_from if len(names) == 1 else None)
 
 
 if __name__ == "__main__":

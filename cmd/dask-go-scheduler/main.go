@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -30,8 +31,8 @@ import (
 )
 
 type options struct {
-	host, dashboardAddr, schedulerFile, configFile, python, logLevel string
-	port                                                             int
+	host, dashboardAddr, schedulerFile, configFile, python, logLevel, cpuProfile string
+	port                                                                         int
 }
 
 func main() {
@@ -49,6 +50,7 @@ func main() {
 	flag.StringVar(&o.configFile, "config", "", "a dask config YAML file, above ~/.config/dask, /etc/dask and $DASK_CONFIG (DASK_* env vars still win)")
 	flag.StringVar(&o.python, "python", "python3", "Python interpreter of the clients' environment, for the graph materializer")
 	flag.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	flag.StringVar(&o.cpuProfile, "cpu-profile", "", "write a Go CPU profile (pprof) of the whole run to this file, for `go tool pprof`")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintf(os.Stderr, "dask-go-scheduler: %v\n", err)
@@ -62,6 +64,17 @@ func run(o options) error {
 		return fmt.Errorf("--log-level: %w", err)
 	}
 	log := zerolog.New(os.Stderr).Level(level).With().Timestamp().Logger()
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err != nil {
+			return fmt.Errorf("--cpu-profile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return fmt.Errorf("--cpu-profile: %w", err)
+		}
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	}
 	dashboard, err := portOf(o.dashboardAddr)
 	if err != nil {
 		return fmt.Errorf("--dashboard-address %q: %w", o.dashboardAddr, err)

@@ -84,8 +84,9 @@ func cmdRun(args []string) error {
 	graph := fs.String("graph", "", "exported graph file (.jsonl.gz)")
 	synthetic := fs.String("synthetic", "", "synthetic graph: tree:N or indep:N")
 	workers := fs.Int("workers", 20, "number of workers")
-	mode := fs.String("mode", "withholding", "off | withholding | coassign")
+	mode := fs.String("mode", "withholding", "off | main | withholding | coassign")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile here")
+	tracePeak := fs.Bool("trace-peak", false, "add peak_trace: the data held at peak memory, by prefix and worker")
 	_ = fs.Parse(args)
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -106,6 +107,7 @@ func cmdRun(args []string) error {
 	if err != nil {
 		return err
 	}
+	cfg.TracePeak = *tracePeak
 	res, err := sim.Run(g, cfg)
 	if err != nil {
 		return fmt.Errorf("%s on %d workers (%s): %w", g.Workload, *workers, *mode, err)

@@ -30,7 +30,7 @@ func cmdSweep(args []string) error {
 	scale := fs.String("scale", "full", "graph scale: small | full (file WORKLOAD-SCALE.jsonl.gz)")
 	workloads := fs.String("workloads", seedWorkloads, "comma-separated workloads, or synthetic specs (tree:N)")
 	workers := fs.String("workers", "5,20,100,500,1000", "comma-separated cluster sizes")
-	modes := fs.String("modes", "off,withholding,coassign", "comma-separated modes")
+	modes := fs.String("modes", "off,main,withholding,coassign", "comma-separated modes")
 	budget := fs.Duration("budget", 0, "stop starting new runs after this long (0: no limit)")
 	_ = fs.Parse(args)
 	sizes, err := parseInts(*workers)

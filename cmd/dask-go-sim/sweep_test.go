@@ -11,11 +11,11 @@ import (
 
 // A sweep writes one record per run, skips runs already recorded (so an
 // interrupted sweep resumes), and report merges them into latest.json and
-// latest.md with the ratios to off.
+// latest.md with the ratios to main.
 func TestSweepResumesAndReports(t *testing.T) {
 	dir := t.TempDir()
 	args := []string{"-results", dir, "-scale", "synthetic", "-workloads", "tree:40,indep:30",
-		"-workers", "2,3", "-modes", "off,coassign"}
+		"-workers", "2,3", "-modes", "main,coassign"}
 	if err := cmdSweep(args); err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestSweepResumesAndReports(t *testing.T) {
 			t.Errorf("latest.json records lack %q", f)
 		}
 	}
-	if recs[0]["workload"] != "indep:30" || recs[0]["mode"] != "off" || recs[1]["mode"] != "coassign" {
+	if recs[0]["workload"] != "indep:30" || recs[0]["mode"] != "main" || recs[1]["mode"] != "coassign" {
 		t.Errorf("records not sorted by workload, workers, mode: %v %v", recs[0]["workload"], recs[0]["mode"])
 	}
 	md, _ := os.ReadFile(filepath.Join(dir, "latest.md"))

@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import overhead  # noqa: E402
 import report  # noqa: E402
-from procs import BENCH, CONFIGS, Sampler, Scheduler, Workers  # noqa: E402
+from procs import BENCH, CONFIGS, DIAGNOSTIC_CONFIGS, Sampler, Scheduler, Workers  # noqa: E402
 from workloads import WORKLOADS, Context, warm_up, worker_counters  # noqa: E402
 
 
@@ -44,7 +44,7 @@ class Cluster:
     """A fresh scheduler of one configuration, n stock workers and a Client."""
 
     def __init__(self, config: str, tmp: Path, n_workers: int, memory_limit: int, nanny: bool = True):
-        kind, env = CONFIGS[config]
+        kind, env = CONFIGS[config] if config in CONFIGS else DIAGNOSTIC_CONFIGS[config]
         self.config, self.tmp = config, tmp
         self.scheduler = Scheduler(kind, env, tmp)
         self.workers = Workers(tmp, self.scheduler.scheduler_file, n_workers, memory_limit, nanny=nanny)
@@ -225,6 +225,8 @@ def parse_args(argv=None):
     ap.add_argument("--reuse-cluster", action="store_true", help="one cluster per configuration (smoke does)")
     ap.add_argument("--no-overhead", action="store_true", help="skip the scheduler-overhead benchmarks")
     ap.add_argument("--overhead-only", action="store_true", help="only the scheduler-overhead benchmarks")
+    ap.add_argument("--submit-repetitions", type=int, default=1,
+                    help="repetitions of the 1M-task submit benchmark (default 1: minutes and GiB on Python)")
     args = ap.parse_args(argv)
     args.workloads = [w for w in args.workloads.split(",") if w]
     args.configs = [c for c in args.configs.split(",") if c]
@@ -261,7 +263,8 @@ def main(argv=None) -> int:
             args, ctx, tmp, lambda r, s: report.write(out, r, s, [], machine, with_plots=False))
         check_consistency(records)
     if not args.no_overhead:
-        over = overhead.run_all(tmp, smoke=args.smoke)
+        over = overhead.run_all(tmp, smoke=args.smoke, repetitions=args.repetitions,
+                                submit_repetitions=args.submit_repetitions)
     report.write(out, records, series, over, machine)
     failed = [r for r in records + over if not r["ok"]]
     print(f"\n{len(records)} workload runs, {len(over)} overhead runs, {len(failed)} failed, "

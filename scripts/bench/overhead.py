@@ -188,13 +188,17 @@ def submit_run(kind: str, tmp: Path, smoke: bool) -> dict:
     return rec
 
 
-def run_all(tmp: Path, smoke: bool) -> list[dict]:
-    """Every overhead benchmark for both schedulers, interleaved py, go."""
+def run_all(tmp: Path, smoke: bool, repetitions: int = 1, submit_repetitions: int = 1) -> list[dict]:
+    """Every overhead benchmark for both schedulers, interleaved py, go, py,
+    go, ...: `repetitions` times the zero-worker and stock-array runs,
+    `submit_repetitions` times the 1M-task submit (minutes and GiB each on
+    the Python scheduler)."""
     results = []
-    steps = [("zero", zero_worker_runs), ("array", stock_array_run), ("submit", submit_run)]
-    for label, fn in steps:
-        for kind in ("py", "go"):
-            d = Path(tempfile.mkdtemp(prefix=f"overhead-{label}-{kind}-", dir=tmp))
+    steps = [("zero", zero_worker_runs, repetitions), ("array", stock_array_run, repetitions),
+             ("submit", submit_run, submit_repetitions)]
+    for label, fn, reps in steps:
+        for rep, kind in ((r, k) for r in range(reps) for k in ("py", "go")):
+            d = Path(tempfile.mkdtemp(prefix=f"overhead-{label}-{kind}-{rep}-", dir=tmp))
             try:
                 got = fn(kind, d, smoke)
                 got = got if isinstance(got, list) else [got]
@@ -205,9 +209,11 @@ def run_all(tmp: Path, smoke: bool) -> list[dict]:
                 with (tmp / "failures.log").open("a") as f:
                     f.write(f"=== overhead {label} {kind}\n{traceback.format_exc()}\n--- scheduler\n"
                             f"{log.read_text(errors='replace')[-3000:] if log.exists() else ''}\n")
+            for r in got:
+                r["repetition"] = rep
             results.extend(got)
             for r in got:
-                print(f"  overhead {r['benchmark']:22} {kind}: " + (
+                print(f"  overhead {r['benchmark']:22} {kind} rep {rep}: " + (
                     f"{r['tasks']:>8} tasks {r['wall_s']:7.2f} s {r['cpu_us_per_task']:8.1f} us/task"
                     if r["ok"] else f"FAILED {r.get('error')}"), flush=True)
     return results

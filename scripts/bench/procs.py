@@ -41,6 +41,14 @@ CONFIGS: dict[str, tuple[str, dict[str, str]]] = {
     "go-queuing-coassign": ("go", {SATURATION: "1.1", COASSIGN: "True"}),
 }
 
+# Configurations for diagnosis only (scripts/bench/trace_memory.py), never in
+# the benchmark table: the Python scheduler without work stealing, which the
+# Go scheduler does not implement.
+DIAGNOSTIC_CONFIGS: dict[str, tuple[str, dict[str, str]]] = {
+    "py-queuing-nosteal": ("py", {SATURATION: "1.1", "DASK_DISTRIBUTED__SCHEDULER__WORK_STEALING": "False"}),
+    "py-noqueue-nosteal": ("py", {SATURATION: "inf", "DASK_DISTRIBUTED__SCHEDULER__WORK_STEALING": "False"}),
+}
+
 
 def python_env(extra: dict | None = None) -> dict:
     """Scheduler, materializer and workers import the workload module (its

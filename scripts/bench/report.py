@@ -16,21 +16,27 @@ RECORD_FIELDS = ("workload", "configuration", "repetition", "wall_s", "peak_memo
 GiB, MiB = 2**30, 2**20
 
 
-def medians(records: list[dict]) -> dict[tuple[str, str], dict]:
-    """(workload, configuration) -> median of every numeric field over the
-    successful runs, plus the run counts."""
-    groups: dict[tuple[str, str], list[dict]] = {}
+def group_medians(records: list[dict], by: tuple[str, ...], fields: tuple[str, ...]) -> dict[tuple, dict]:
+    """(values of `by`) -> median of each of `fields` over the successful
+    runs, plus the run counts and the first failure's error."""
+    groups: dict[tuple, list[dict]] = {}
     for r in records:
-        groups.setdefault((r["workload"], r["configuration"]), []).append(r)
+        groups.setdefault(tuple(r[f] for f in by), []).append(r)
     out = {}
     for key, runs in groups.items():
         ok = [r for r in runs if r["ok"]]
-        m = {"runs": len(runs), "ok": len(ok)}
-        for f in RECORD_FIELDS[3:] + ("helper_cpu_s", "helper_peak_rss_bytes"):
+        m = {"runs": len(runs), "ok": len(ok), "error": next((r.get("error") for r in runs if not r["ok"]), None)}
+        for f in fields:
             values = [r[f] for r in ok if r.get(f) is not None]
             m[f] = statistics.median(values) if values else None
         out[key] = m
     return out
+
+
+def medians(records: list[dict]) -> dict[tuple[str, str], dict]:
+    """(workload, configuration) -> medians over the successful runs."""
+    return group_medians(records, ("workload", "configuration"),
+                         RECORD_FIELDS[3:] + ("helper_cpu_s", "helper_peak_rss_bytes"))
 
 
 def ratio(value, base) -> str:
@@ -67,23 +73,28 @@ def workload_table(records: list[dict]) -> list[str]:
     return lines
 
 
+OVERHEAD_FIELDS = ("tasks", "wall_s", "tasks_per_s", "cpu_us_per_task", "helper_cpu_us_per_task",
+                   "first_task_s", "scheduler_peak_rss_bytes", "helper_peak_rss_bytes")
+
+
 def overhead_table(over: list[dict]) -> list[str]:
     lines = [
-        "| benchmark | scheduler | tasks | wall s | tasks/s | sched CPU µs/task | helper CPU µs/task "
-        "| first task s | sched peak RSS MiB | helper peak RSS MiB |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| benchmark | scheduler | tasks | wall s | tasks/s | sched CPU µs/task | × py "
+        "| helper CPU µs/task | first task s | sched peak RSS MiB | helper peak RSS MiB | ok/runs |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for r in over:
-        if not r["ok"]:
-            lines.append(f"| {r['benchmark']} | {r['scheduler']} | FAILED: {r.get('error', '')[:80]} |||||||")
+    med = group_medians(over, ("benchmark", "scheduler"), OVERHEAD_FIELDS)
+    for (bench, sched), m in med.items():
+        if not m["ok"]:
+            lines.append(f"| {bench} | {sched} | FAILED: {(m['error'] or '')[:80]} ||||||||| 0/{m['runs']} |")
             continue
-        tps = r.get("tasks_per_s")
-        tps = "–" if tps is None else f"{tps:.0f}"
-        first = f"{r['first_task_s']:.2f}" if "first_task_s" in r else "–"
+        py = med.get((bench, "py"), {})
         lines.append(
-            f"| {r['benchmark']} | {r['scheduler']} | {r['tasks']} | {r['wall_s']:.2f} "
-            f"| {tps} | {r['cpu_us_per_task']:.1f} | {r['helper_cpu_us_per_task']:.1f} | {first} "
-            f"| {r['scheduler_peak_rss_bytes'] / MiB:.0f} | {r['helper_peak_rss_bytes'] / MiB:.0f} |")
+            f"| {bench} | {sched} | {m['tasks']:.0f} | {fmt(m['wall_s'], 1)} | {fmt(m['tasks_per_s'], 1, 0)} "
+            f"| {fmt(m['cpu_us_per_task'], 1, 1)} | {ratio(m['cpu_us_per_task'], py.get('cpu_us_per_task'))} "
+            f"| {fmt(m['helper_cpu_us_per_task'], 1, 1)} | {fmt(m['first_task_s'], 1)} "
+            f"| {fmt(m['scheduler_peak_rss_bytes'], MiB, 0)} | {fmt(m['helper_peak_rss_bytes'], MiB, 0)} "
+            f"| {m['ok']}/{m['runs']} |")
     return lines
 
 
@@ -115,7 +126,8 @@ def markdown(records: list[dict], over: list[dict], machine: dict, plots: list[s
     if over:
         out += ["## Scheduler overhead", "",
                 "Zero workers: 4 fake Go workers × 32 threads that finish each task on arrival; "
-                "stock-array: 4 stock workers × 1 thread. CPU µs/task = scheduler CPU time delta / tasks.",
+                "stock-array: 4 stock workers × 1 thread. CPU µs/task = scheduler CPU time delta / tasks; "
+                "figures are medians over the repetitions (ok/runs), × py = Go / Python.",
                 ""] + overhead_table(over) + [""]
     failed = [r for r in records + over if not r["ok"]]
     if failed:

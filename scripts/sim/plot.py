@@ -14,7 +14,7 @@ from collections import defaultdict
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-MODES = ["off", "withholding", "coassign"]
+MODES = ["off", "main", "withholding", "coassign"]
 PANELS = [
     ("makespan_s", "makespan (s)", 1),
     ("peak_cluster_memory_bytes", "peak cluster memory (GiB)", 2**30),

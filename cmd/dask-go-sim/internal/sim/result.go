@@ -31,6 +31,8 @@ type Result struct {
 	// HolderMismatches counts who_has entries naming a worker that no
 	// longer held the data when the fetch started (message races).
 	HolderMismatches int `json:"holder_mismatches"`
+	// PeakTrace: with Config.TracePeak, the cluster's data at its peak.
+	PeakTrace *PeakTrace `json:"peak_trace,omitempty"`
 }
 
 func (s *Sim) result(wall time.Duration) *Result {
@@ -40,7 +42,7 @@ func (s *Sim) result(wall time.Duration) *Result {
 		EngineCPUS: s.engineCPU.Seconds(), EngineHandles: s.handles, SimWallS: wall.Seconds(),
 		MemoryLimitBytes: s.cfg.MemoryLimit, BandwidthBytesS: s.cfg.Bandwidth, LatencyS: s.cfg.Latency,
 		Seed: s.cfg.Seed, DataBytes: s.g.DataBytes, EngineLogs: s.engineLogs, LeakedBytes: s.clusterMem,
-		HolderMismatches: s.anomalies}
+		HolderMismatches: s.anomalies, PeakTrace: s.trace}
 	if len(s.g.Tasks) > 0 {
 		r.EngineCPUUsPerTask = float64(s.engineCPU.Microseconds()) / float64(len(s.g.Tasks))
 	}

@@ -14,9 +14,12 @@ import (
 )
 
 // Modes are the engine configurations a run can use (scheduler/WITHHOLDING.md):
-// off = worker-saturation inf (distributed's co-assignment of root groups),
-// withholding = 1.1, coassign = 1.1 with root-task-co-assignment.
-var Modes = []string{"off", "withholding", "coassign"}
+// off = worker-saturation inf and root tasks placed like any task (no
+// withholding, no co-location: Config.SpreadRootsWithoutQueue);
+// main = worker-saturation inf with distributed's co-location of root groups
+// (what the design discussion called "main"); withholding = 1.1;
+// coassign = 1.1 with root-task-co-assignment.
+var Modes = []string{"off", "main", "withholding", "coassign"}
 
 // Config describes one simulated cluster.
 type Config struct {
@@ -30,6 +33,8 @@ type Config struct {
 	// Validate turns on the engine's invariant checks after every Handle
 	// (tests; slow on big graphs).
 	Validate bool
+	// TracePeak records what the cluster held at its peak (Result.PeakTrace).
+	TracePeak bool
 }
 
 func (c *Config) fill() error {
@@ -61,13 +66,16 @@ func EngineConfig(mode string, bandwidth float64) (scheduler.Config, error) {
 	switch mode {
 	case "off":
 		cfg.WorkerSaturation = math.Inf(1)
+		cfg.SpreadRootsWithoutQueue = true
+	case "main":
+		cfg.WorkerSaturation = math.Inf(1)
 	case "withholding":
 		cfg.WorkerSaturation = 1.1
 	case "coassign":
 		cfg.WorkerSaturation = 1.1
 		cfg.RootTaskCoAssignment = true
 	default:
-		return cfg, fmt.Errorf("sim config: unknown mode %q (want off, withholding or coassign)", mode)
+		return cfg, fmt.Errorf("sim config: unknown mode %q (want off, main, withholding or coassign)", mode)
 	}
 	return cfg, nil
 }
@@ -99,6 +107,9 @@ type Sim struct {
 	handles                 int64
 	engineLogs              int
 	anomalies               int // holder lists that did not match the workers' data
+
+	trace    *PeakTrace       // Config.TracePeak
+	prefixes map[int32]string // task -> key prefix, filled lazily by the trace
 }
 
 // Run simulates g on the cluster of cfg until the client holds every sink
@@ -266,6 +277,9 @@ func (s *Sim) mem(w *worker, d int64) {
 	s.clusterMem += w.addMem(d)
 	if s.clusterMem > s.peakCluster {
 		s.peakCluster = s.clusterMem
+		if s.cfg.TracePeak {
+			s.tracePeak()
+		}
 	}
 }
 

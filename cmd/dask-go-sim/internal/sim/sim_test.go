@@ -86,14 +86,19 @@ func TestIndependentTasksPhysics(t *testing.T) {
 
 // The simulator must show what the engine does: with withholding alone,
 // siblings of a reduction land on different workers and the tree's inputs
-// cross the network; co-assignment (in both other modes) keeps them local.
+// cross the network, and so they do with no co-location at all (off);
+// co-assignment (main's and ours) keeps them local.
 func TestCoAssignmentSavesTransfers(t *testing.T) {
 	g := mustSynthetic(t, "tree:2000")
 	by := map[string]*Result{}
 	for _, mode := range Modes {
 		by[mode] = mustRun(t, g, Config{Workers: 4, Threads: 2, Mode: mode})
 	}
-	for _, co := range []string{"off", "coassign"} {
+	for _, co := range []string{"main", "coassign"} {
+		if 2*by[co].TransferredBytes >= by["off"].TransferredBytes {
+			t.Errorf("%s transferred %d bytes, off %d: want co-assignment to move far less",
+				co, by[co].TransferredBytes, by["off"].TransferredBytes)
+		}
 		if 2*by[co].TransferredBytes >= by["withholding"].TransferredBytes {
 			t.Errorf("%s transferred %d bytes, withholding %d: want co-assignment to move far less",
 				co, by[co].TransferredBytes, by["withholding"].TransferredBytes)
@@ -123,5 +128,35 @@ func TestConfigRejects(t *testing.T) {
 	}
 	if _, err := Synthetic("ring:5"); err == nil {
 		t.Error("unknown synthetic kind accepted")
+	}
+}
+
+// The peak trace accounts for the peak: its parts add up to what it
+// recorded, and that is within 1 % of the run's peak.
+func TestPeakTraceAddsUp(t *testing.T) {
+	g := mustSynthetic(t, "tree:400")
+	res := mustRun(t, g, Config{Workers: 3, Mode: "withholding", TracePeak: true})
+	tr := res.PeakTrace
+	if tr == nil {
+		t.Fatal("no peak trace")
+	}
+	if tr.TotalBytes > res.PeakClusterMemoryBytes || tr.TotalBytes < res.PeakClusterMemoryBytes*99/100 {
+		t.Errorf("trace total %d, peak %d", tr.TotalBytes, res.PeakClusterMemoryBytes)
+	}
+	var byPrefix, perWorker int64
+	for _, p := range tr.ByPrefix {
+		byPrefix += p.Bytes
+	}
+	for _, b := range tr.PerWorker {
+		perWorker += b
+	}
+	if perWorker != tr.TotalBytes || byPrefix+tr.TransientBytes != tr.TotalBytes {
+		t.Errorf("parts: workers %d, prefixes %d + transient %d, total %d", perWorker, byPrefix, tr.TransientBytes, tr.TotalBytes)
+	}
+	if len(tr.ByPrefix) == 0 || tr.ReplicaBytes > byPrefix {
+		t.Errorf("trace %+v", tr)
+	}
+	if untraced := mustRun(t, g, Config{Workers: 3, Mode: "withholding"}); untraced.PeakTrace != nil {
+		t.Error("trace without TracePeak")
 	}
 }
