@@ -106,13 +106,17 @@ const barrierPrefix = "shuffle-barrier-"
 
 // shuffleExt is the plugin's state. last keeps each shuffle's latest run,
 // active or archived, until its barrier is forgotten (distributed's
-// _shuffles and _archived_by_stimulus): remove-worker restarts the
-// shuffles archived by its own stimulus.
+// _shuffles). archivedNow are the runs deactivated by the stimulus being
+// handled, which a remove-worker restarts: distributed finds them by
+// stimulus id in _archived_by_stimulus; a list emptied after every
+// stimulus cannot match a run of an earlier stimulus whose id happens to
+// be equal (ids are made from the clock).
 type shuffleExt struct {
-	active map[string]*shuffleRun
-	last   map[string]*shuffleRun
-	runIDs int64 // ShuffleRunSpec's run_id counter
-	shift  int   // _shift_counter: rotates the worker list per run
+	active      map[string]*shuffleRun
+	last        map[string]*shuffleRun
+	archivedNow []*shuffleRun
+	runIDs      int64 // ShuffleRunSpec's run_id counter
+	shift       int   // _shift_counter: rotates the worker list per run
 }
 
 // shuffleRun is SchedulerShuffleState. While runSpec is nil the helper is
@@ -370,6 +374,19 @@ func (s *State) handleShuffleRunCreated(x *ShuffleRunCreated) {
 		s.requestShuffleRuns()
 		return
 	}
+	for _, w := range x.Workers {
+		if s.workers[w] == nil {
+			// A worker left while the helper picked workers. Nobody has
+			// seen this run, so ask again with the workers that are left
+			// (and a fresh run id, so that the late answer is stale)
+			// rather than hand it out and restart it at once.
+			s.logf(LogInfo, "", w, "", "shuffle %s: worker %s left while run %d was created; creating it again", r.id, w, r.runID)
+			s.shuffles.runIDs++
+			r.runID, r.requested = s.shuffles.runIDs, false
+			s.requestShuffleRuns()
+			return
+		}
+	}
 	r.runSpec, r.workerFor = x.RunSpec, x.WorkerFor
 	for _, w := range x.Workers {
 		r.participants.Add(w)
@@ -380,15 +397,6 @@ func (s *State) handleShuffleRunCreated(x *ShuffleRunCreated) {
 	}
 	r.waiters = nil
 	s.requestShuffleRuns()
-	// A participant may have left while the helper worked; distributed
-	// creates runs synchronously, so there the worker would have left after
-	// creation: fail and restart as its remove_worker hook does.
-	for _, w := range r.participants.Items() {
-		if s.workers[w] == nil {
-			s.shuffleWorkerLeft(w)
-			break
-		}
-	}
 }
 
 // abandonRun drops a run that was never handed out, answering its waiters

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -121,6 +122,7 @@ func (s *State) cleanOnScheduler(r *shuffleRun) {
 	delete(s.shuffles.active, r.id)
 	if r.archivedBy == "" {
 		r.archivedBy = s.stimulusID
+		s.shuffles.archivedNow = append(s.shuffles.archivedNow, r)
 	}
 	if barrier := s.tasks[barrierKey(r.id)]; barrier != nil {
 		for _, dts := range barrier.dependents.Items() {
@@ -158,10 +160,22 @@ func (s *State) shuffleWorkerLeft(addr string) {
 		s.failOnWorkers(r, fmt.Sprintf("Worker %s left during active %s", addr, r))
 		s.cleanOnScheduler(r)
 	}
-	for _, id := range sortedIDs(s.shuffles.last) {
-		if r := s.shuffles.last[id]; r != nil && r.archivedBy == s.stimulusID {
-			s.restartShuffle(id)
+	// restartShuffle's transitions may archive more runs: a snapshot
+	archived := slices.Clone(s.shuffles.archivedNow)
+	slices.SortFunc(archived, func(a, b *shuffleRun) int { return cmp.Compare(a.id, b.id) })
+	for i, r := range archived {
+		if i == 0 || r.id != archived[i-1].id {
+			s.restartShuffle(r.id)
 		}
+	}
+}
+
+// endShuffleStimulus forgets which runs the stimulus just handled
+// archived.
+func (s *State) endShuffleStimulus() {
+	if len(s.shuffles.archivedNow) > 0 {
+		clear(s.shuffles.archivedNow)
+		s.shuffles.archivedNow = s.shuffles.archivedNow[:0]
 	}
 }
 
@@ -208,6 +222,7 @@ func (s *State) resetShuffles() {
 	}
 	s.shuffles.active = nil
 	s.shuffles.last = nil
+	s.endShuffleStimulus()
 }
 
 // validateShuffles: a run is handed out iff it has a run_spec; only runs

@@ -135,6 +135,7 @@ func (s *State) end() {
 	// "queued implies no free slot" an invariant.
 	s.sid("stimulus")
 	s.queueSlotsMaybeOpened()
+	s.endShuffleStimulus()
 	if s.cfg.ValidateInvariants {
 		s.validateState()
 	}
