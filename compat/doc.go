@@ -4,7 +4,10 @@
 //   - the graph materializer (materializer*.go): a long-lived Python helper
 //     process that turns a client's update-graph op into per-task facts, the
 //     way distributed's Scheduler.update_graph / _materialize_graph / _cull
-//     and dask.order do it;
+//     and dask.order do it; it also runs the Python half of P2P shuffles
+//     (materializer_shuffle.go: the ShuffleWorkerPlugin pickle for
+//     register-worker, and shuffle_run, which builds a run's
+//     ShuffleRunSpec);
 //   - dask configuration (config.go, settings.go): dask's YAML files and
 //     DASK_* environment variables, read with dask's precedence rules into a
 //     typed SchedulerSettings;
@@ -25,8 +28,9 @@
 //
 // Invariants:
 //   - Requests are answered in submission order; every Submit yields exactly
-//     one GraphMaterialized on Results (success, Python exception, or helper
-//     crash), except for requests still queued when Close is called.
+//     one GraphMaterialized on Results, and every SubmitShuffleRun one
+//     ShuffleRunCreated (success, Python exception, or helper crash), except
+//     for requests still queued when Close is called.
 //   - A request written to a helper is owned by that helper's incarnation:
 //     when the process dies, every such request fails with an error naming
 //     the exit status, and the helper is restarted for the rest.

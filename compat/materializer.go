@@ -96,6 +96,7 @@ type Materializer struct {
 	wake     chan struct{} // cap 1: the queue grew
 	cur      *incarnation  // the running helper, nil between restarts
 	versions *protocol.Map // from the last successful start
+	plugins  *protocol.Map // worker plugins, from the last successful start
 	closed   bool
 	nextWire int64
 
@@ -107,7 +108,8 @@ type Materializer struct {
 type job struct {
 	wireID   int64
 	req      scheduler.HelperRequest
-	versions chan versionsReply // non-nil for a versions request
+	versions chan versionsReply           // non-nil for a versions request
+	shuffle  *scheduler.ShuffleRunRequest // non-nil for a shuffle_run request
 	tasks    []scheduler.GraphTask
 	bad      error // first malformed chunk, reported when the answer is done
 }
@@ -352,7 +354,8 @@ func (m *Materializer) failQueued(cause error) {
 	}
 }
 
-// fail answers j with an error the client will see as a RuntimeError.
+// fail answers j with an error the client (or, for a shuffle run, the
+// worker) will see as a RuntimeError.
 func (m *Materializer) fail(j *job, text string) {
 	if j.versions != nil {
 		j.versions <- versionsReply{err: errors.New(text)}
@@ -364,7 +367,13 @@ func (m *Materializer) fail(j *job, text string) {
 	}))
 }
 
-func (m *Materializer) errorResult(j *job, info *scheduler.ErrorInfo) *scheduler.GraphMaterialized {
+// errorResult is the failure answer of a materialize or shuffle_run job.
+func (m *Materializer) errorResult(j *job, info *scheduler.ErrorInfo) scheduler.Stimulus {
+	if j.shuffle != nil {
+		st := m.shuffleResult(j)
+		st.Err = info
+		return st
+	}
 	st := m.result(j)
 	st.Err = info
 	return st

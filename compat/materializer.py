@@ -13,6 +13,12 @@ Requests, handled strictly in order, one at a time:
 
     {"op": "materialize", "id": N, "msg": <update-graph op dict>}
     {"op": "versions", "id": N}
+        -> {"versions": get_versions(), "worker_plugins": {"shuffle": bytes}}
+    {"op": "shuffle_run", "id": N, "shuffle_id", "run_id", "barrier":
+     <the barrier task's pickled P2PBarrierTask>, "workers": [...],
+     "existing": [[partition, worker], ...], "span_id"}
+        -> {"run_spec": <pickled ShuffleRunSpec>, "worker_for":
+            [[partition, worker], ...], "workers": [distinct workers]}
 
 Responses carry the request's id and "done"; a materialize answer may come in
 several chunks of "tasks" (done false ... done true). On failure a single
@@ -47,6 +53,9 @@ from distributed.core import error_message  # noqa: E402
 from distributed.protocol import dumps, loads  # noqa: E402
 from distributed.protocol.compression import decompress  # noqa: E402
 from distributed.protocol.serialize import ToPickle, merge_and_deserialize  # noqa: E402
+from distributed.protocol.pickle import dumps as pickle_dumps  # noqa: E402
+from distributed.shuffle._core import P2PBarrierTask, ShuffleRunSpec  # noqa: E402
+from distributed.shuffle._worker_plugin import ShuffleWorkerPlugin  # noqa: E402
 from distributed.versions import get_versions  # noqa: E402
 
 logger = logging.getLogger("daskgo.materializer")
@@ -215,6 +224,54 @@ def task_annotations(key, global_annotations, annotations_by_type):
     return {name: msgpack_safe(v) for name, v in out.items()}
 
 
+def worker_plugins():
+    """The worker plugins every register-worker reply carries: the P2P
+    shuffle plugin, pickled as ShuffleSchedulerPlugin.start registers it."""
+    return {"shuffle": pickle_dumps(ShuffleWorkerPlugin())}
+
+
+def shuffle_run(req):
+    """The Python half of ShuffleSchedulerPlugin._create: pick a worker for
+    every output partition (keeping the partitions an aligned shuffle already
+    placed) and build the ShuffleRunSpec with the run id Go chose."""
+    barrier = req.get("barrier")
+    if not isinstance(barrier, P2PBarrierTask):
+        raise TypeError(
+            f"shuffle_run: the barrier's run_spec is a {type(barrier).__name__}, not a P2PBarrierTask"
+        )
+    spec = barrier.spec
+    if spec.id != req.get("shuffle_id"):
+        raise ValueError(f"shuffle_run: barrier of shuffle {spec.id!r}, asked for {req.get('shuffle_id')!r}")
+    workers = list(req.get("workers") or ())
+    if not workers:
+        raise ValueError(f"shuffle_run: no workers for shuffle {spec.id!r}")
+    # msgpack arrays arrive as tuples, so array partitions compare equal
+    existing = dict(req.get("existing") or ())
+    worker_for = {}
+    for partition in spec.output_partitions:
+        worker = existing.get(partition)
+        if worker is None:
+            worker = spec.pick_worker(partition, workers)
+        worker_for[partition] = worker
+    run_spec = ShuffleRunSpec(spec=spec, worker_for=worker_for, span_id=req.get("span_id"))
+    # run_id is a per-process counter in distributed; the scheduler owns it
+    object.__setattr__(run_spec, "run_id", int(req["run_id"]))
+    return {
+        "run_spec": ToPickle(run_spec),
+        "worker_for": [[msgpack_safe(p), w] for p, w in worker_for.items()],
+        "workers": sorted(set(worker_for.values())),
+    }
+
+
+def handle_shuffle_run(out, req_id, req):
+    try:
+        frames = dumps({"id": req_id, "status": "OK", "done": True, **shuffle_run(req)})
+    except Exception as e:
+        logger.info("shuffle_run %s failed: %r", req_id, e)
+        frames = error_frames(req_id)
+    write_message(out, frames)
+
+
 def error_frames(req_id):
     """The error response for the exception being handled (call it inside an
     except block: error_message reads the traceback from sys.exc_info)."""
@@ -263,8 +320,18 @@ def serve(inp, out):
         elif op == "versions":
             write_message(
                 out,
-                dumps({"id": req_id, "status": "OK", "done": True, "versions": get_versions()}),
+                dumps(
+                    {
+                        "id": req_id,
+                        "status": "OK",
+                        "done": True,
+                        "versions": get_versions(),
+                        "worker_plugins": worker_plugins(),
+                    }
+                ),
             )
+        elif op == "shuffle_run":
+            handle_shuffle_run(out, req_id, req)
         else:
             try:
                 raise ValueError(f"materializer helper: unknown op {op!r}")

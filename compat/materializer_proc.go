@@ -61,7 +61,7 @@ func (m *Materializer) spawn(ctx context.Context) (*incarnation, error) {
 		stderr: errLog, pending: map[int64]*job{},
 	}
 	errLog.setPID(inc.pid)
-	versions, err := m.handshake(ctx, inc)
+	versions, plugins, err := m.handshake(ctx, inc)
 	if err != nil {
 		inc.kill("startup failed")
 		status := inc.wait()
@@ -71,14 +71,16 @@ func (m *Materializer) spawn(ctx context.Context) (*incarnation, error) {
 	}
 	m.mu.Lock()
 	m.versions = versions
+	m.plugins = plugins
 	m.mu.Unlock()
 	m.log.Debug().Int("helper_pid", inc.pid).Msg("materializer helper started")
 	return inc, nil
 }
 
-// handshake asks for versions and waits for the answer, killing the helper
-// if it takes longer than StartTimeout or Close is called.
-func (m *Materializer) handshake(ctx context.Context, inc *incarnation) (*protocol.Map, error) {
+// handshake asks for versions (and the worker plugins, which come with
+// them) and waits for the answer, killing the helper if it takes longer
+// than StartTimeout or Close is called.
+func (m *Materializer) handshake(ctx context.Context, inc *incarnation) (versions, plugins *protocol.Map, err error) {
 	ctx, cancel := context.WithTimeout(ctx, m.cfg.StartTimeout)
 	defer cancel()
 	go func() {
@@ -92,28 +94,32 @@ func (m *Materializer) handshake(ctx context.Context, inc *incarnation) (*protoc
 	defer stop()
 	frames, err := protocol.Encode(protocol.NewMap("op", "versions", "id", int64(0)), nil)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := protocol.WriteFrames(inc.stdin, frames); err != nil {
-		return nil, fmt.Errorf("write versions request: %w", err)
+		return nil, nil, fmt.Errorf("write versions request: %w", err)
 	}
 	frames, err = protocol.ReadFrames(inc.stdout, m.cfg.Limits)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("startup: %w", ctx.Err())
+			return nil, nil, fmt.Errorf("startup: %w", ctx.Err())
 		}
-		return nil, fmt.Errorf("read versions answer: %w", err)
+		return nil, nil, fmt.Errorf("read versions answer: %w", err)
 	}
 	v, err := protocol.Decode(frames)
 	if err != nil {
-		return nil, fmt.Errorf("decode versions answer: %w", err)
+		return nil, nil, fmt.Errorf("decode versions answer: %w", err)
 	}
 	resp, _ := v.(*protocol.Map)
 	versions, ok := resp.Get("versions").(*protocol.Map)
 	if !ok || resp.Get("status") != "OK" {
-		return nil, fmt.Errorf("unexpected versions answer %s", protocol.String(v))
+		return nil, nil, fmt.Errorf("unexpected versions answer %s", protocol.String(v))
 	}
-	return versions, nil
+	plugins, err = workerPlugins(resp.Get("worker_plugins"))
+	if err != nil {
+		return nil, nil, err
+	}
+	return versions, plugins, nil
 }
 
 // runIncarnation serves inc until its process is gone and returns its exit
@@ -148,7 +154,7 @@ func (m *Materializer) writeLoop(inc *incarnation, stop <-chan struct{}) {
 			m.mu.Lock()
 			delete(inc.pending, j.wireID)
 			m.mu.Unlock()
-			m.fail(j, fmt.Sprintf("cannot pass update-graph to the materializer: %v", err))
+			m.fail(j, fmt.Sprintf("cannot pass the request to the materializer: %v", err))
 			continue
 		}
 		if err := protocol.WriteFrames(inc.stdin, frames); err != nil {
@@ -183,6 +189,9 @@ func (m *Materializer) take(inc *incarnation, stop <-chan struct{}) *job {
 }
 
 func encodeRequest(j *job) ([][]byte, error) {
+	if j.shuffle != nil {
+		return encodeShuffleRun(j)
+	}
 	if j.versions != nil {
 		return protocol.Encode(protocol.NewMap("op", "versions", "id", j.wireID), nil)
 	}

@@ -27,6 +27,11 @@ func (m *Materializer) handleResponse(inc *incarnation, v any) {
 	}
 	status, _ := resp.Get("status").(string)
 	done, _ := resp.Get("done").(bool)
+	if j.shuffle != nil && status == "OK" {
+		m.finish(inc, j)
+		m.answerShuffleRun(j, resp)
+		return
+	}
 	switch {
 	case status == "error":
 		m.finish(inc, j)

@@ -278,7 +278,10 @@ type Outbox struct {
 	Workers map[string][]*protocol.Map
 	Clients map[string][]*protocol.Map
 	Helper  []HelperRequest
-	Replies []Reply
+	// ShuffleRuns asks the helper to build P2P shuffle runs; each answer
+	// comes back as a ShuffleRunCreated stimulus.
+	ShuffleRuns []ShuffleRunRequest
+	Replies     []Reply
 	// Disconnect lists workers whose streams the outer ring must close
 	// after sending their messages (worker-ttl, RemoveWorker.Close).
 	Disconnect []string

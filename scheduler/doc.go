@@ -29,6 +29,14 @@
 // (Scheduler.update_graph after materialization) and replays what was held,
 // in order.
 //
+// P2P shuffles (shuffle*.go) follow distributed's ShuffleSchedulerPlugin:
+// the shuffle RPCs are stimuli whose replies may wait; creating a run emits
+// Outbox.ShuffleRuns for the helper (the partition -> worker map and the
+// ShuffleRunSpec pickle need Python) and ShuffleRunCreated activates it. A
+// hook after every transition ends a run whose barrier is released, erred
+// or forgotten; worker removal fails the runs it took part in and
+// restarts their shuffles.
+//
 // # Structure
 //
 // One function per transition pair, named after distributed's

@@ -21,6 +21,7 @@ func (s *State) handleRestart() {
 	}
 	s.runTransitions()
 	s.queueSlotsMaybeOpened()
+	s.resetShuffles()
 	for _, cs := range s.clientOrder.Items() {
 		if cs.connected {
 			s.toClientID(cs.ID, protocol.NewMap("op", "restart"))

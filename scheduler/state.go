@@ -55,6 +55,7 @@ type State struct {
 	helperIDs  int64
 	pending    map[string]*pendingGraph // client -> update-graph in the materializer
 	held       map[string][]Stimulus    // client -> stimuli held behind it
+	shuffles   shuffleExt               // P2P shuffle runs (shuffle.go)
 
 	log transitionLog
 
@@ -134,6 +135,7 @@ func (s *State) end() {
 	// "queued implies no free slot" an invariant.
 	s.sid("stimulus")
 	s.queueSlotsMaybeOpened()
+	s.endShuffleStimulus()
 	if s.cfg.ValidateInvariants {
 		s.validateState()
 	}
@@ -197,6 +199,8 @@ func (s *State) dispatch(st Stimulus) {
 	case *ConfigChange:
 		s.sid("config-change")
 		s.handleConfigChange(x)
+	case *ShuffleGetOrCreate, *ShuffleGet, *ShuffleBarrier, *ShuffleRestrictTask, *ShuffleRunCreated:
+		s.dispatchShuffle(st)
 	case *Tick:
 		s.sid("check-worker-ttl")
 		s.handleTick()
@@ -239,6 +243,26 @@ func (s *State) dispatchClient(st Stimulus) {
 		s.handleRestart()
 	default:
 		s.logf(LogWarn, "", "", "", "unknown stimulus %T ignored", st)
+	}
+}
+
+func (s *State) dispatchShuffle(st Stimulus) {
+	switch x := st.(type) {
+	case *ShuffleGetOrCreate:
+		s.sid("shuffle-get-or-create")
+		s.handleShuffleGetOrCreate(x)
+	case *ShuffleGet:
+		s.sid("shuffle-get")
+		s.handleShuffleGet(x)
+	case *ShuffleBarrier:
+		s.sid("p2p-barrier")
+		s.handleShuffleBarrier(x)
+	case *ShuffleRestrictTask:
+		s.sid("shuffle-restrict-task")
+		s.handleShuffleRestrictTask(x)
+	case *ShuffleRunCreated:
+		s.sid("shuffle-run-created")
+		s.handleShuffleRunCreated(x)
 	}
 }
 

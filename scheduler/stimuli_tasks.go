@@ -75,6 +75,7 @@ func (s *State) handleRemoveWorker(addr string, expected, closeIt bool, reason s
 		s.logf(LogError, "", addr, "", "removing worker %s lost %d scattered key(s), which can't be recovered (%s)", addr, len(lost), reason)
 	}
 	s.runTransitions()
+	s.shuffleWorkerLeft(addr)
 	for _, other := range s.workerOrder.Items() {
 		s.toWorker(other, msgRemoveWorker(addr, s.stimulusID))
 	}

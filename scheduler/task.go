@@ -122,6 +122,9 @@ type TaskState struct {
 	// viaQueuePolicy: placed by decide_worker_rootish_queuing_enabled while
 	// processing; such tasks never exceed a worker's slot limit.
 	viaQueuePolicy bool
+	// notQueueable is distributed's _queueable = False: P2P output tasks,
+	// placed with the queuing-disabled policy even when they are root-ish.
+	notQueueable bool
 }
 
 // taskExtra holds the TaskState fields that few tasks use: restrictions,
@@ -138,6 +141,12 @@ type taskExtra struct {
 	exception, traceback         any
 	exceptionText, tracebackText string
 	erredOn                      []string
+
+	// shuffleSaved: a P2P shuffle pinned the task to one worker, and
+	// shuffleOrigWorkers are the worker restrictions to restore (distributed
+	// keeps them in annotations["shuffle_original_restrictions"]).
+	shuffleSaved       bool
+	shuffleOrigWorkers []string
 }
 
 // noExtra is what x() returns for a task without extra: read-only.

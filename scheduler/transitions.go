@@ -139,6 +139,7 @@ func (s *State) transition(ts *TaskState, finish Status, a *transArgs) {
 			return
 		}
 		toReleased(s, ts, nil)
+		s.shuffleTransition(ts)
 		v := finish
 		if r, ok := s.recs.get(ts); ok && (!had || r != before) {
 			v = r // the inner recommendation wins, as in distributed
@@ -161,6 +162,7 @@ func (s *State) transition(ts *TaskState, finish Status, a *transArgs) {
 	if ts.state == StatusForgotten {
 		s.forgetGroupMaybe(ts.group)
 	}
+	s.shuffleTransition(ts)
 }
 
 func (s *State) impossible(ts *TaskState, start, finish Status) {

@@ -64,8 +64,8 @@ func (s *State) transitionWaitingReleased(ts *TaskState, _ *transArgs) {
 func (s *State) transitionWaitingProcessing(ts *TaskState, _ *transArgs) {
 	var ws *WorkerState
 	if s.isRootish(ts) {
-		if math.IsInf(s.cfg.WorkerSaturation, 1) {
-			if s.cfg.SpreadRootsWithoutQueue {
+		if math.IsInf(s.cfg.WorkerSaturation, 1) || ts.notQueueable {
+			if s.cfg.SpreadRootsWithoutQueue && !ts.notQueueable {
 				ws = s.decideWorkerNonRootish(ts)
 			} else {
 				ws = s.decideWorkerRootishQueuingDisabled(ts)

@@ -22,6 +22,7 @@ func (s *State) validateState() {
 	s.validateClients()
 	s.validateQueue()
 	s.validateGroups()
+	s.validateShuffles()
 }
 
 func (s *State) broken(ts *TaskState, format string, args ...any) {

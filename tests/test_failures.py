@@ -89,21 +89,6 @@ def test_unsupported_features_fail_fast(fresh_cluster):
             c.register_plugin(P())
 
 
-def test_p2p_shuffle_names_the_fallback(fresh_cluster):
-    import dask
-    import dask.dataframe as dd
-    import pandas as pd
-
-    sched, _ = fresh_cluster()
-    with Client(sched.address, timeout=30) as c:
-        c.wait_for_workers(2, timeout=60)
-        pdf = pd.DataFrame({"k": list(range(100)), "v": list(range(100))})
-        ddf = dd.from_pandas(pdf, npartitions=4)
-        with dask.config.set({"dataframe.shuffle.method": "p2p"}):
-            with pytest.raises(Exception, match="dataframe.shuffle.method"):
-                c.compute(ddf.shuffle(on="k")).result(timeout=60)
-
-
 def test_restart(fresh_cluster):
     from distributed.client import FutureCancelledError
 

@@ -121,23 +121,3 @@ func TestAddWorkerStimulus(t *testing.T) {
 		t.Fatal("register-worker without an address must be refused")
 	}
 }
-
-func TestP2PGraphIsRejectedWithTheFallback(t *testing.T) {
-	gm := &scheduler.GraphMaterialized{Tasks: []scheduler.GraphTask{
-		{Key: protocol.StrKey("shuffle-transfer-1"), Kind: "Task"},
-		{Key: protocol.StrKey("shuffle-barrier-1"), Kind: "P2PBarrierTask"},
-	}}
-	rejectUnsupportedGraph(gm)
-	if gm.Err == nil || gm.Tasks != nil {
-		t.Fatalf("a P2P graph must become an error, got %+v", gm)
-	}
-	if !strings.Contains(gm.Err.ExceptionText, "dataframe.shuffle.method") ||
-		!strings.Contains(string(gm.Err.Exception.([]byte)), "NotImplementedError") {
-		t.Fatalf("error must name the config that switches to tasks: %+v", gm.Err)
-	}
-	plain := &scheduler.GraphMaterialized{Tasks: []scheduler.GraphTask{{Key: protocol.StrKey("inc-1"), Kind: "Task"}}}
-	rejectUnsupportedGraph(plain)
-	if plain.Err != nil || len(plain.Tasks) != 1 {
-		t.Fatalf("a plain graph must pass: %+v", plain)
-	}
-}

@@ -41,6 +41,11 @@ func (s *Server) handlers() map[string]comm.Handler {
 		"add_keys":          s.addKeysRPC,
 		"subscribe_topic":   ignore,
 		"unsubscribe_topic": ignore,
+
+		"shuffle_get_or_create": s.shuffleGetOrCreate,
+		"shuffle_get":           s.shuffleGet,
+		"shuffle_barrier":       s.shuffleBarrier,
+		"shuffle_restrict_task": s.shuffleRestrictTask,
 	}
 	for op, feature := range unsupportedOps {
 		h[op] = unsupported(feature)
@@ -64,10 +69,6 @@ var unsupportedOps = map[string]string{
 	"retire_workers":              "Client.retire_workers",
 	"replicate":                   "Client.replicate",
 	"rebalance":                   "Client.rebalance",
-	"shuffle_get_or_create":       p2pMessage,
-	"shuffle_get":                 p2pMessage,
-	"shuffle_barrier":             p2pMessage,
-	"shuffle_restrict_task":       p2pMessage,
 	"performance_report":          "performance_report (the dashboard)",
 	"get_task_stream":             "the task stream (the dashboard)",
 	"profile":                     "Client.profile",
@@ -85,9 +86,6 @@ var unsupportedOps = map[string]string{
 	"semaphore_register":          "distributed.Semaphore and Lock",
 	"semaphore_acquire":           "distributed.Semaphore and Lock",
 }
-
-const p2pMessage = "P2P shuffle and rechunk; use the task-based method instead: " +
-	`dask.config.set({"dataframe.shuffle.method": "tasks", "array.rechunk.method": "tasks"})`
 
 func unsupported(feature string) comm.Handler {
 	return func(_ context.Context, req *comm.Request) (any, error) {

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"daskgo/compat/pickle"
 	"daskgo/protocol"
 	"daskgo/scheduler"
 )
@@ -87,6 +88,19 @@ func (l *loop) dispatch(out *scheduler.Outbox) {
 				Base:      scheduler.Base{ID: fmt.Sprintf("materialize-failed-%d", req.ID), At: time.Now()},
 				RequestID: req.ID, Client: req.Client,
 				Err: &scheduler.ErrorInfo{Exception: fmt.Sprintf("graph materializer unavailable: %v", err)},
+			})
+		}
+	}
+	for _, req := range out.ShuffleRuns {
+		if err := l.srv.mat.SubmitShuffleRun(req); err != nil {
+			// the waiting workers get the error instead of a run
+			l.handle(&scheduler.ShuffleRunCreated{
+				Base:      scheduler.Base{ID: fmt.Sprintf("shuffle-run-failed-%d", req.RunID), At: time.Now()},
+				ShuffleID: req.ShuffleID, RunID: req.RunID,
+				Err: &scheduler.ErrorInfo{
+					Exception:     pickle.Exception("builtins", "RuntimeError", fmt.Sprintf("graph materializer unavailable: %v", err)),
+					ExceptionText: fmt.Sprintf("RuntimeError('graph materializer unavailable: %v')", err),
+				},
 			})
 		}
 	}

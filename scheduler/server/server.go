@@ -172,17 +172,14 @@ func (s *Server) tick() {
 	}
 }
 
-// forwardResults passes materializer results to the engine, turning graphs
-// that need features we lack into a clear error for the client.
+// forwardResults passes materializer results (GraphMaterialized,
+// ShuffleRunCreated) to the engine.
 func (s *Server) forwardResults(results <-chan scheduler.Stimulus) {
 	for {
 		select {
 		case <-s.ctx.Done():
 			return
 		case st := <-results:
-			if gm, ok := st.(*scheduler.GraphMaterialized); ok {
-				rejectUnsupportedGraph(gm)
-			}
 			s.loop.submit(st)
 		}
 	}

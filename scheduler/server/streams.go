@@ -126,7 +126,7 @@ func (s *Server) registerWorker(ctx context.Context, req *comm.Request) (any, er
 	}
 	reply := protocol.NewMap("status", "OK", "time", unixNow(),
 		"heartbeat-interval", scheduler.HeartbeatInterval(nWorkers+1),
-		"worker-plugins", &protocol.Map{}, "warning", "", "error", "")
+		"worker-plugins", s.mat.WorkerPlugins(), "warning", "", "error", "")
 	if err := conn.Write(reply); err != nil {
 		return nil, fmt.Errorf("register-worker reply to %s: %w", aw.Address, err)
 	}

@@ -147,11 +147,11 @@ def check_consistency(records: list[dict]) -> None:
 
 def log_run(rec: dict) -> None:
     if rec["ok"]:
-        print(f"  {rec['workload']:16} {rec['configuration']:20} rep {rec['repetition']}: "
+        print(f"  {rec['workload']:19} {rec['configuration']:20} rep {rec['repetition']}: "
               f"{rec['wall_s']:7.2f} s  peak {rec['peak_memory_bytes'] / 2**30:6.2f} GiB  "
               f"sched cpu {rec['scheduler_cpu_s']:6.2f} s", flush=True)
     else:
-        print(f"  {rec['workload']:16} {rec['configuration']:20} rep {rec['repetition']}: FAILED "
+        print(f"  {rec['workload']:19} {rec['configuration']:20} rep {rec['repetition']}: FAILED "
               f"{rec.get('error')}", flush=True)
 
 

@@ -1,7 +1,12 @@
 """The benchmark workloads: our own versions of the coiled/benchmarks-style
 workloads the dask withholding design discussion measured (anom_mean,
 basic_sum, climactic_mean, dataframe_align, jobqueue, vorticity, plus
-shuffle, map_overlap, double diff and dot product).
+shuffle, map_overlap, double diff and dot product). shuffle-p2p and
+dataframe-align-p2p run the dataframe work through P2P shuffles (dask's
+default with a Client), so the scheduler's P2P side is measured too
+(shuffle forces the task-based method; dataframe-align aligns by
+repartitioning and never shuffles). P2P shards travel by
+shuffle_receive, which the transferred-bytes counter does not see.
 
 Each workload is sized from the cluster's total worker memory the way the
 originals were (a multiple of it), times --scale; smoke mode uses tiny fixed
@@ -274,18 +279,24 @@ def _timeseries(nbytes: int, ncols: int, freq_s: float, partition_freq: str, see
                                     partition_freq=partition_freq, dtypes=dtypes, seed=seed)
 
 
-def dataframe_align(ctx: Context) -> Prepared:
-    """(df2 - df).mean() of two random dataframes with different partitions
-    (original: memory // 2 in 12 h partitions and memory // 4 in 1 h ones)."""
+def _align_frames(ctx: Context):
+    """dataframe-align's two frames and their size in bytes."""
     if ctx.smoke:
         df = _timeseries(50_000, 4, 60, "12h", 1)
         df2 = _timeseries(25_000, 4, 60, "5h", 2)
     else:
         df = _timeseries(ctx.memory * 0.5 * ctx.scale, 100, 0.6, "12h", 1)
         df2 = _timeseries(ctx.memory * 0.25 * ctx.scale, 100, 0.6, "1h", 2)
-    result = (df2 - df).mean()
     nbytes = int(df.memory_usage(deep=False).sum().compute() + df2.memory_usage(deep=False).sum().compute()) \
         if ctx.smoke else int(ctx.memory * 0.75 * ctx.scale)
+    return df, df2, nbytes
+
+
+def dataframe_align(ctx: Context) -> Prepared:
+    """(df2 - df).mean() of two random dataframes with different partitions
+    (original: memory // 2 in 12 h partitions and memory // 4 in 1 h ones)."""
+    df, df2, nbytes = _align_frames(ctx)
+    result = (df2 - df).mean()
     return Prepared(nbytes, df.npartitions + df2.npartitions, compute_float(result))
 
 
@@ -301,10 +312,10 @@ def shuffled_partition_stats(part):
     return pd.DataFrame({"ids": [part["id"].nunique()], "sum": [float(np.nansum(floats))]})
 
 
-def shuffle(ctx: Context) -> Prepared:
-    """Task-based shuffle (dataframe.shuffle.method = tasks) of a random
-    dataframe on its integer "id" column; per output partition its distinct
-    ids and float sum, summed."""
+def _shuffle(ctx: Context, method: str) -> Prepared:
+    """A shuffle of a random dataframe on its integer "id" column with the
+    given dataframe.shuffle.method; per output partition its distinct ids
+    and float sum, summed."""
     import dask
     import pandas as pd
 
@@ -315,12 +326,13 @@ def shuffle(ctx: Context) -> Prepared:
         nbytes = int(ctx.memory * 0.5 * ctx.scale)
         df = _timeseries(nbytes, 10, 0.2, "6h", 7, {"id": int})
     meta = pd.DataFrame({"ids": pd.Series([], dtype="int64"), "sum": pd.Series([], dtype=float)})
-    with dask.config.set({"dataframe.shuffle.method": "tasks"}):
+    with dask.config.set({"dataframe.shuffle.method": method}):
         result = df.shuffle("id").map_partitions(shuffled_partition_stats, meta=meta).sum()
-        collection = result.optimize()  # lower the shuffle while "tasks" is set
+        collection = result.optimize()  # lower the shuffle while the method is set
+    notes = p2p_notes(collection) if method == "p2p" else {}
 
     def run(client, timeout: float) -> float:
-        with dask.config.set({"dataframe.shuffle.method": "tasks"}):
+        with dask.config.set({"dataframe.shuffle.method": method}):
             out = client.compute(collection).result(timeout)
         return float(out["ids"]) + float(out["sum"])
 
@@ -329,7 +341,74 @@ def shuffle(ctx: Context) -> Prepared:
         expected = whole["id"].nunique() + float(np.nansum(whole.drop(columns="id").to_numpy(dtype=float)))
         return close_to(float(expected), rel=1e-9)(value)
     check = check_against_plain if ctx.smoke else (lambda value: None)
-    return Prepared(nbytes, df.npartitions, run, check)
+    return Prepared(nbytes, df.npartitions, run, check, notes)
+
+
+def shuffle(ctx: Context) -> Prepared:
+    """Task-based shuffle (dataframe.shuffle.method = tasks)."""
+    return _shuffle(ctx, "tasks")
+
+
+def shuffle_p2p(ctx: Context) -> Prepared:
+    """The same shuffle through P2P (dask's default whenever a Client
+    exists): the workers exchange shards among themselves and the scheduler
+    only runs the shuffle's bookkeeping (runs, barrier, output pinning)."""
+    return _shuffle(ctx, "p2p")
+
+
+BARRIER_PREFIX = "shuffle-barrier-"
+
+
+def p2p_notes(collection) -> dict:
+    """The number of P2P shuffles in the graph; none is an error, so that a
+    P2P variant can never silently measure a graph without P2P."""
+    barriers = [k for k in collection.__dask_graph__() if isinstance(k, str) and k.startswith(BARRIER_PREFIX)]
+    if not barriers:
+        raise RuntimeError("the P2P variant's graph holds no P2P shuffle barrier")
+    return {"p2p shuffles": len(barriers)}
+
+
+def aligned_diff_stats(part):
+    """Sum and count of the non-NaN differences of the "_2" and "_1"
+    columns of one joined partition (the mean of (df2 - df) over all
+    columns is their totals' ratio)."""
+    import pandas as pd
+
+    left = part[[c for c in part.columns if c.endswith("_2")]].to_numpy(dtype=float)
+    right = part[[c for c in part.columns if c.endswith("_1")]].to_numpy(dtype=float)
+    diff = left - right
+    return pd.DataFrame({"sum": [float(np.nansum(diff))], "count": [int(np.count_nonzero(~np.isnan(diff)))]})
+
+
+def dataframe_align_p2p(ctx: Context) -> Prepared:
+    """dataframe-align's frames aligned on their index by a P2P hash join.
+    The timeseries have known divisions, so (df2 - df) aligns by
+    repartitioning and never shuffles under any method; with the divisions
+    cleared, an outer join on the index must shuffle both sides (two P2P
+    shuffles sharing their output tasks). The checksum is the mean of all
+    differences."""
+    import dask
+    import pandas as pd
+
+    df, df2, nbytes = _align_frames(ctx)
+    floats = [c for c in df.columns if c.startswith("x")]
+    meta = pd.DataFrame({"sum": pd.Series([], dtype=float), "count": pd.Series([], dtype="int64")})
+    with dask.config.set({"dataframe.shuffle.method": "p2p"}):
+        joined = df2[floats].clear_divisions().merge(
+            df[floats].clear_divisions(), left_index=True, right_index=True, how="outer", suffixes=("_2", "_1"))
+        collection = joined.map_partitions(aligned_diff_stats, meta=meta).sum().optimize()
+    notes = p2p_notes(collection)
+
+    def run(client, timeout: float) -> float:
+        with dask.config.set({"dataframe.shuffle.method": "p2p"}):
+            out = client.compute(collection).result(timeout)
+        return float(out["sum"]) / max(1, int(out["count"]))
+
+    def check_against_pandas(value: float) -> str | None:
+        diff = df2[floats].compute(scheduler="sync") - df[floats].compute(scheduler="sync")
+        return close_to(float(np.nanmean(diff.to_numpy(dtype=float))), rel=1e-9)(value)
+    check = check_against_pandas if ctx.smoke else (lambda value: None)
+    return Prepared(nbytes, df.npartitions + df2.npartitions, run, check, notes)
 
 
 def jobqueue(ctx: Context) -> Prepared:
@@ -356,6 +435,8 @@ WORKLOADS: dict[str, Callable[[Context], Prepared]] = {
     "dataframe-align": dataframe_align,
     "jobqueue": jobqueue,
     "shuffle": shuffle,
+    "dataframe-align-p2p": dataframe_align_p2p,
+    "shuffle-p2p": shuffle_p2p,
     "vorticity": vorticity,
     "map-overlap": map_overlap,
     "double-diff": double_diff,
