@@ -10,7 +10,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"daskgo/compat/pickle"
 	"daskgo/protocol"
 	"daskgo/scheduler"
 )
@@ -361,10 +360,7 @@ func (m *Materializer) fail(j *job, text string) {
 		j.versions <- versionsReply{err: errors.New(text)}
 		return
 	}
-	m.deliver(m.errorResult(j, &scheduler.ErrorInfo{
-		Exception:     pickle.Exception("builtins", "RuntimeError", text),
-		ExceptionText: fmt.Sprintf("RuntimeError(%q)", text),
-	}))
+	m.deliver(m.errorResult(j, scheduler.RuntimeErrorInfo(text)))
 }
 
 // errorResult is the failure answer of a materialize or shuffle_run job.

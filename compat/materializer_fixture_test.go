@@ -5,8 +5,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -129,20 +131,27 @@ func expectedTasks(t testing.TB, name string) map[protocol.Key]expectedTask {
 // awaitResult reads the next result; a missing one fails (no hang).
 func awaitResult(t testing.TB, m *Materializer) *scheduler.GraphMaterialized {
 	t.Helper()
+	return awaitResultOf[*scheduler.GraphMaterialized](t, m)
+}
+
+// awaitResultOf waits for the materializer's next result, which must be a T.
+func awaitResultOf[T scheduler.Stimulus](t testing.TB, m *Materializer) T {
+	t.Helper()
+	var zero T
 	select {
 	case st, ok := <-m.Results():
 		if !ok {
 			t.Fatal("results channel closed")
 		}
-		gm, ok := st.(*scheduler.GraphMaterialized)
+		res, ok := st.(T)
 		if !ok {
-			t.Fatalf("result is %T, not *GraphMaterialized", st)
+			t.Fatalf("result is %T, not %T", st, zero)
 		}
-		return gm
+		return res
 	case <-time.After(2 * time.Minute):
 		t.Fatal("no materializer result within 2 minutes")
 	}
-	return nil
+	return zero
 }
 
 func submit(t testing.TB, m *Materializer, id int64, msg *protocol.Map) {
@@ -221,4 +230,35 @@ func TestMain(m *testing.M) {
 		_ = shared.Close()
 	}
 	os.Exit(code)
+}
+
+// runPython feeds one framed message {"v": v} to a Python snippet that
+// has it as msg (loaded by distributed.protocol.loads) and returns stdout.
+func runPython(t *testing.T, v any, code string) string {
+	t.Helper()
+	frames, err := protocol.Encode(protocol.NewMap("v", v), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in bytes.Buffer
+	if err := protocol.WriteFrames(&in, frames); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(testPython(t), "-c", `
+import struct, sys
+from distributed.protocol import loads
+b = sys.stdin.buffer.read()
+n = struct.unpack("<Q", b[8:16])[0]
+lengths = struct.unpack(f"<{n}Q", b[16:16 + 8 * n])
+frames, o = [], 16 + 8 * n
+for l in lengths:
+    frames.append(b[o:o + l]); o += l
+msg = loads(frames)["v"]
+`+code)
+	cmd.Stdin = &in
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("python: %v\n%s", err, out)
+	}
+	return strings.TrimSpace(string(out))
 }

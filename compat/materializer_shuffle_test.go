@@ -5,7 +5,6 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
-	"time"
 
 	"daskgo/protocol"
 	"daskgo/scheduler"
@@ -54,48 +53,7 @@ func pickledBarrier(t *testing.T) (barrier, plain *protocol.Blob) {
 
 func awaitShuffleRun(t *testing.T, m *Materializer) *scheduler.ShuffleRunCreated {
 	t.Helper()
-	select {
-	case st := <-m.Results():
-		sr, ok := st.(*scheduler.ShuffleRunCreated)
-		if !ok {
-			t.Fatalf("result is %T, not *ShuffleRunCreated", st)
-		}
-		return sr
-	case <-time.After(2 * time.Minute):
-		t.Fatal("no shuffle_run answer within 2 minutes")
-	}
-	return nil
-}
-
-// runPython feeds one framed message {"v": v} to a Python snippet that
-// has it as msg (loaded by distributed.protocol.loads) and returns stdout.
-func runPython(t *testing.T, v any, code string) string {
-	t.Helper()
-	frames, err := protocol.Encode(protocol.NewMap("v", v), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var in bytes.Buffer
-	if err := protocol.WriteFrames(&in, frames); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(testPython(t), "-c", `
-import struct, sys
-from distributed.protocol import loads
-b = sys.stdin.buffer.read()
-n = struct.unpack("<Q", b[8:16])[0]
-lengths = struct.unpack(f"<{n}Q", b[16:16 + 8 * n])
-frames, o = [], 16 + 8 * n
-for l in lengths:
-    frames.append(b[o:o + l]); o += l
-msg = loads(frames)["v"]
-`+code)
-	cmd.Stdin = &in
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("python: %v\n%s", err, out)
-	}
-	return strings.TrimSpace(string(out))
+	return awaitResultOf[*scheduler.ShuffleRunCreated](t, m)
 }
 
 // TestShuffleRun: the helper picks workers for every output partition,

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -171,33 +170,12 @@ func TestRunSpecLoadsInPython(t *testing.T) {
 			}
 		}
 	}
-	frames, err := protocol.Encode(protocol.NewMap("specs", specs), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var in bytes.Buffer
-	if err := protocol.WriteFrames(&in, frames); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(testPython(t), "-c", `
-import struct, sys
-from distributed.protocol import loads
-b = sys.stdin.buffer.read()
-n = struct.unpack("<Q", b[8:16])[0]
-lengths = struct.unpack(f"<{n}Q", b[16:16 + 8 * n])
-frames, o = [], 16 + 8 * n
-for l in lengths:
-    frames.append(b[o:o + l]); o += l
-for node in loads(frames)["specs"]:
+	out := runPython(t, specs, `
+for node in msg:
     r = node({})
     print(type(node).__name__, float(r.sum()) if hasattr(r, "sum") else r)
 `)
-	cmd.Stdin = &in
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("python could not load the run_specs: %v\n%s", err, out)
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	lines := strings.Split(out, "\n")
 	// inc(1) = 2; the four from_array chunks are 25x25 slices of arange(2500).
 	if len(lines) != 5 || lines[0] != "Task 2" {
 		t.Fatalf("python ran the run_specs as:\n%s", out)

@@ -1,8 +1,10 @@
 package scheduler
 
 import (
+	"fmt"
 	"time"
 
+	"daskgo/compat/pickle"
 	"daskgo/protocol"
 )
 
@@ -199,6 +201,16 @@ type ErrorInfo struct {
 	Traceback     any
 	ExceptionText string
 	TracebackText string
+}
+
+// RuntimeErrorInfo is the ErrorInfo of a RuntimeError(text) raised on the
+// scheduler's side, without a traceback: what a client or worker sees when
+// the materializer helper fails or is gone.
+func RuntimeErrorInfo(text string) *ErrorInfo {
+	return &ErrorInfo{
+		Exception:     pickle.Exception("builtins", "RuntimeError", text),
+		ExceptionText: fmt.Sprintf("RuntimeError(%q)", text),
+	}
 }
 
 // ClientDesiresKeys is client-desires-keys (also "fire-and-forget").

@@ -201,8 +201,7 @@ func runSpecMsg(r *shuffleRun) *protocol.Map {
 
 // handleShuffleGetOrCreate mirrors ShuffleSchedulerPlugin.get_or_create.
 func (s *State) handleShuffleGetOrCreate(x *ShuffleGetOrCreate) {
-	if s.workers[x.Worker] == nil {
-		s.reply(x.ReplyTo, p2pError(fmt.Sprintf("Scheduler is unaware of this worker %q", x.Worker)))
+	if s.unknownShuffleWorker(x.Worker, x.ReplyTo) {
 		return
 	}
 	if r := s.shuffles.active[x.ShuffleID]; r != nil {
@@ -216,8 +215,7 @@ func (s *State) handleShuffleGetOrCreate(x *ShuffleGetOrCreate) {
 
 // handleShuffleGet mirrors ShuffleSchedulerPlugin.get.
 func (s *State) handleShuffleGet(x *ShuffleGet) {
-	if s.workers[x.Worker] == nil {
-		s.reply(x.ReplyTo, p2pError(fmt.Sprintf("Scheduler is unaware of this worker %q", x.Worker)))
+	if s.unknownShuffleWorker(x.Worker, x.ReplyTo) {
 		return
 	}
 	r := s.shuffles.active[x.ShuffleID]
@@ -226,6 +224,16 @@ func (s *State) handleShuffleGet(x *ShuffleGet) {
 		return
 	}
 	s.shuffleGet(r, x.Worker, x.ReplyTo)
+}
+
+// unknownShuffleWorker answers an RPC from a worker the scheduler does
+// not know (it left while the RPC was on its way) with distributed's error.
+func (s *State) unknownShuffleWorker(worker string, to int64) bool {
+	if s.workers[worker] != nil {
+		return false
+	}
+	s.reply(to, p2pError(fmt.Sprintf("Scheduler is unaware of this worker %q", worker)))
+	return true
 }
 
 // shuffleGet mirrors _get: the caller becomes a participant.
@@ -391,11 +399,7 @@ func (s *State) handleShuffleRunCreated(x *ShuffleRunCreated) {
 	for _, w := range x.Workers {
 		r.participants.Add(w)
 	}
-	m := runSpecMsg(r)
-	for _, w := range r.waiters {
-		s.reply(w.to, m)
-	}
-	r.waiters = nil
+	s.answerWaiters(r, runSpecMsg(r))
 	s.requestShuffleRuns()
 }
 
@@ -408,6 +412,11 @@ func (s *State) abandonRun(r *shuffleRun, reply *protocol.Map) {
 	if r.archivedBy == "" {
 		r.archivedBy = s.stimulusID
 	}
+	s.answerWaiters(r, reply)
+}
+
+// answerWaiters answers every RPC waiting for r's run with reply.
+func (s *State) answerWaiters(r *shuffleRun, reply any) {
 	for _, w := range r.waiters {
 		s.reply(w.to, reply)
 	}

@@ -134,11 +134,7 @@ func (s *State) cleanOnScheduler(r *shuffleRun) {
 	}
 	r.restricted = nil
 	if len(r.waiters) > 0 {
-		reply := p2pError(fmt.Sprintf("%s was deactivated before its run was created", r))
-		for _, w := range r.waiters {
-			s.reply(w.to, reply)
-		}
-		r.waiters = nil
+		s.answerWaiters(r, p2pError(fmt.Sprintf("%s was deactivated before its run was created", r)))
 	}
 	s.logf(LogInfo, "", "", "", "shuffle %s deactivated due to stimulus %s", r.id, s.stimulusID)
 	s.requestShuffleRuns() // a run waiting to align with this one may go now

@@ -63,14 +63,11 @@ func other(ws []string, a string) string {
 // workers that are left before anyone sees it; nothing fails or restarts.
 func TestShuffleWorkerLeavesWhileRunIsCreated(t *testing.T) {
 	s := newTestState(t, withWorkers("w1:1", "w2:1", "w3:1"))
-	s.submit("c1", p2pGraph("abc", 3, 3), outputKeys("abc", 3)...)
-	caller := processingOn(s, "transfer-abc-0")
-	out := s.handle(&ShuffleGetOrCreate{ShuffleID: "abc", Key: k("transfer-abc-0"), Worker: caller, ReplyTo: 1})
-	req := out.ShuffleRuns[0]
+	caller, req := requestRun(t, s, "abc", 3, 3)
 	eq(t, len(req.Workers), 3, "all workers offered")
 	victim := other(req.Workers, caller)
 
-	out = s.handle(&RemoveWorker{Worker: victim, Reason: "killed"})
+	out := s.handle(&RemoveWorker{Worker: victim, Reason: "killed"})
 	noReply(t, out, 1)
 	eq(t, len(shuffleFails(out)), 0, "no run to fail yet")
 	eqSlice(t, s.ActiveShuffles(), []string{"abc"}, "run still being created")
@@ -98,12 +95,9 @@ func TestShuffleWorkerLeavesWhileRunIsCreated(t *testing.T) {
 // an error, the shuffle restarts, and the helper's late answer is stale.
 func TestShuffleCallerLeavesWhileRunIsCreated(t *testing.T) {
 	s := newTestState(t, withWorkers("w1:1", "w2:1"))
-	s.submit("c1", p2pGraph("abc", 2, 2), outputKeys("abc", 2)...)
-	caller := processingOn(s, "transfer-abc-0")
-	out := s.handle(&ShuffleGetOrCreate{ShuffleID: "abc", Key: k("transfer-abc-0"), Worker: caller, ReplyTo: 1})
-	req := out.ShuffleRuns[0]
+	caller, req := requestRun(t, s, "abc", 2, 2)
 
-	out = s.handle(&RemoveWorker{Worker: caller, Reason: "killed"})
+	out := s.handle(&RemoveWorker{Worker: caller, Reason: "killed"})
 	wantP2PError(t, replyTo(t, out, 1), "deactivated before its run was created")
 	wantShuffleFails(t, out, req.RunID, "") // the only participant is gone
 	eq(t, len(s.ActiveShuffles()), 0, "run deactivated")
@@ -171,13 +165,10 @@ func TestShuffleWorkerLeavesDuringOutputs(t *testing.T) {
 // A worker that takes no part in the run leaves: the run goes on.
 func TestShuffleNonParticipantLeaves(t *testing.T) {
 	s := newTestState(t, withWorkers("w1:1", "w2:1", "w3:1"))
-	s.submit("c1", p2pGraph("abc", 3, 3), outputKeys("abc", 3)...)
-	caller := processingOn(s, "transfer-abc-0")
-	out := s.handle(&ShuffleGetOrCreate{ShuffleID: "abc", Key: k("transfer-abc-0"), Worker: caller, ReplyTo: 1})
-	req := out.ShuffleRuns[0]
+	caller, req := requestRun(t, s, "abc", 3, 3)
 	bystander := other(req.Workers, caller)
 	owner := other(slices.DeleteFunc(slices.Clone(req.Workers), func(w string) bool { return w == bystander }), caller)
-	out = s.handle(runCreated(req, runSpec1, caller, owner))
+	out := s.handle(runCreated(req, runSpec1, caller, owner))
 	wantRunSpec(t, replyTo(t, out, 1), runSpec1)
 
 	out = s.handle(&RemoveWorker{Worker: bystander, Reason: "killed"})

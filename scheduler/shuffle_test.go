@@ -107,18 +107,25 @@ func runCreated(req ShuffleRunRequest, spec *protocol.Blob, workers ...string) *
 
 var runSpec1 = &protocol.Blob{Pickled: true, Header: []byte{0x80}, Frames: [][]byte{[]byte("run-spec")}}
 
-// startShuffle submits a P2P graph and creates its run through the first
-// transfer task; it returns the helper request.
-func startShuffle(t *testing.T, s *tstate, id string, nIn, nOut int) ShuffleRunRequest {
+// requestRun submits a P2P graph and asks for its run through the first
+// transfer task (ReplyTo 1); it returns that task's worker and the helper
+// request, not yet answered.
+func requestRun(t *testing.T, s *tstate, id string, nIn, nOut int) (caller string, req ShuffleRunRequest) {
 	t.Helper()
 	s.submit("c1", p2pGraph(id, nIn, nOut), outputKeys(id, nOut)...)
 	first := fmt.Sprintf("transfer-%s-0", id)
-	w := processingOn(s, first)
-	out := s.handle(&ShuffleGetOrCreate{ShuffleID: id, Key: k(first), Worker: w, ReplyTo: 1})
+	caller = processingOn(s, first)
+	out := s.handle(&ShuffleGetOrCreate{ShuffleID: id, Key: k(first), Worker: caller, ReplyTo: 1})
 	noReply(t, out, 1)
 	eq(t, len(out.ShuffleRuns), 1, "helper requests")
-	req := out.ShuffleRuns[0]
-	out = s.handle(runCreated(req, runSpec1))
+	return caller, out.ShuffleRuns[0]
+}
+
+// startShuffle is requestRun with the helper's answer: the run is active.
+func startShuffle(t *testing.T, s *tstate, id string, nIn, nOut int) ShuffleRunRequest {
+	t.Helper()
+	_, req := requestRun(t, s, id, nIn, nOut)
+	out := s.handle(runCreated(req, runSpec1))
 	wantRunSpec(t, replyTo(t, out, 1), runSpec1)
 	return req
 }
@@ -321,11 +328,8 @@ func TestShuffleBadRequests(t *testing.T) {
 
 func TestShuffleBarrierReleasedWhileCreating(t *testing.T) {
 	s := newTestState(t, withWorkers("w1:1", "w2:1"))
-	s.submit("c1", p2pGraph("abc", 2, 2), outputKeys("abc", 2)...)
-	w := processingOn(s, "transfer-abc-0")
-	out := s.handle(&ShuffleGetOrCreate{ShuffleID: "abc", Key: k("transfer-abc-0"), Worker: w, ReplyTo: 1})
-	req := out.ShuffleRuns[0]
-	out = s.handle(&ClientReleasesKeys{Client: "c1", Keys: keys(outputKeys("abc", 2)...)})
+	_, req := requestRun(t, s, "abc", 2, 2)
+	out := s.handle(&ClientReleasesKeys{Client: "c1", Keys: keys(outputKeys("abc", 2)...)})
 	wantP2PError(t, replyTo(t, out, 1), "deactivated before its run was created")
 	s.wantStatus(barrierPrefix+"abc", "forgotten")
 	out = s.handle(runCreated(req, runSpec1))

@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -180,3 +181,22 @@ class Workers:
         for proc in self.procs:
             stop(proc, grace=15)
         self.procs.clear()
+
+
+@contextmanager
+def running_cluster(tmp: Path, start_workers, n_workers: int):
+    """A Go scheduler and the stock workers start_workers(sched, workers)
+    starts; yields the scheduler once all n_workers have joined, and stops
+    every process on exit."""
+    from distributed import Client
+
+    sched = GoScheduler(tmp).start()
+    workers = Workers(tmp)
+    try:
+        start_workers(sched, workers)
+        with Client(sched.address, timeout=30) as c:
+            c.wait_for_workers(n_workers, timeout=60)
+        yield sched
+    finally:
+        workers.stop()
+        sched.stop()

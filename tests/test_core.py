@@ -15,7 +15,7 @@ import pytest
 from distributed import Client, as_completed, wait
 from distributed.client import FutureCancelledError
 
-from cluster import GoScheduler, Workers, wait_for
+from cluster import running_cluster, wait_for
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -25,17 +25,13 @@ def go_cluster(tmp_path_factory):
     """The Go scheduler and two stock workers (1 and 2 threads); w2 finds the
     scheduler through the scheduler file, as `dask worker --scheduler-file`."""
     tmp = tmp_path_factory.mktemp("core")
-    sched = GoScheduler(tmp).start()
-    workers = Workers(tmp)
-    try:
+
+    def start(sched, workers):
         workers.start(sched.address, "w1", nthreads=1)
         workers.start(None, "w2", nthreads=2, scheduler_file=sched.scheduler_file)
-        with Client(sched.address, timeout=30) as c:
-            c.wait_for_workers(2, timeout=60)
+
+    with running_cluster(tmp, start, 2) as sched:
         yield sched
-    finally:
-        workers.stop()
-        sched.stop()
 
 
 @pytest.fixture

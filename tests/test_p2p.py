@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 from distributed import Client
 
-from cluster import GoScheduler, Workers, wait_for
+from cluster import GoScheduler, Workers, running_cluster, wait_for
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -27,17 +27,13 @@ BARRIER = "shuffle-barrier-"
 def p2p_cluster(tmp_path_factory):
     """The Go scheduler and two stock workers (with nannies), default config."""
     tmp = tmp_path_factory.mktemp("p2p")
-    sched = GoScheduler(tmp).start()
-    workers = Workers(tmp)
-    try:
+
+    def start(sched, workers):
         workers.start(sched.address, "p1")
         workers.start(sched.address, "p2")
-        with Client(sched.address, timeout=30) as c:
-            c.wait_for_workers(2, timeout=60)
+
+    with running_cluster(tmp, start, 2) as sched:
         yield sched
-    finally:
-        workers.stop()
-        sched.stop()
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"daskgo/compat/pickle"
 	"daskgo/protocol"
 	"daskgo/scheduler"
 )
@@ -97,10 +96,7 @@ func (l *loop) dispatch(out *scheduler.Outbox) {
 			l.handle(&scheduler.ShuffleRunCreated{
 				Base:      scheduler.Base{ID: fmt.Sprintf("shuffle-run-failed-%d", req.RunID), At: time.Now()},
 				ShuffleID: req.ShuffleID, RunID: req.RunID,
-				Err: &scheduler.ErrorInfo{
-					Exception:     pickle.Exception("builtins", "RuntimeError", fmt.Sprintf("graph materializer unavailable: %v", err)),
-					ExceptionText: fmt.Sprintf("RuntimeError('graph materializer unavailable: %v')", err),
-				},
+				Err: scheduler.RuntimeErrorInfo(fmt.Sprintf("graph materializer unavailable: %v", err)),
 			})
 		}
 	}
