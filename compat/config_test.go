@@ -40,6 +40,7 @@ var wantDefaults = SchedulerSettings{
 	},
 	Bandwidth: 100_000_000, DefaultDataSize: 1024, WorkStealing: true,
 	WorkStealingInterval: time.Second, ConnectTimeout: 30 * time.Second, TCPTimeout: 30 * time.Second,
+	TaskOrdering: "go",
 }
 
 func TestSettingsDefaults(t *testing.T) {
@@ -295,6 +296,7 @@ func TestBadWithholdingValuesNameKeyAndChoices(t *testing.T) {
 		"distributed: {scheduler: {worker-saturation: lots}}":            `distributed.scheduler.worker-saturation: "lots" is not a number > 0 or "inf"`,
 		"distributed: {scheduler: {root-task-co-assignment: sometimes}}": `distributed.scheduler.root-task-co-assignment: "sometimes" is not true or false`,
 		"distributed: {scheduler: {root-task-co-assignment: 2}}":         `distributed.scheduler.root-task-co-assignment: 2 is not true or false`,
+		"distributed: {scheduler: {task-ordering: rust}}":                `distributed.scheduler.task-ordering: "rust" is not one of go, python`,
 	} {
 		p := writeFile(t, filepath.Join(dir, "bad.yaml"), text)
 		_, err := LoadSchedulerSettings(ConfigSources{Paths: []string{}, File: p, Env: []string{}})

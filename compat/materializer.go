@@ -17,6 +17,9 @@ import (
 //go:embed materializer.py
 var materializerScript string
 
+//go:embed helper_wire.py
+var helperWireScript string
+
 // ErrClosed is returned by Submit and Versions after Close.
 var ErrClosed = errors.New("compat: materializer closed")
 
@@ -48,6 +51,18 @@ type Config struct {
 	StopGrace time.Duration
 	// Now stamps the stimuli (default time.Now).
 	Now func() time.Time
+	// Ordering is who runs dask.order: OrderingGo (default; the Go port) or
+	// OrderingPython (the helper, as distributed does; the fallback for dask
+	// versions the port has not been checked against).
+	Ordering string
+	// CheckOrder makes the helper run dask.order.order too, with string
+	// hashing fixed (PYTHONHASHSEED=0), and logs whether Go's priorities
+	// equal it (tests; see OrderChecks).
+	CheckOrder bool
+	// RecycleAbove replaces the helper once its RSS after a graph (freed and
+	// trimmed) stays this far above its start-up RSS (default 256 MiB;
+	// negative: never).
+	RecycleAbove int64
 }
 
 func (c *Config) setDefaults() {
@@ -68,6 +83,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.Ordering == "" {
+		c.Ordering = OrderingGo
+	}
+	if c.RecycleAbove == 0 {
+		c.RecycleAbove = 256 << 20
 	}
 }
 
@@ -99,6 +120,9 @@ type Materializer struct {
 	closed   bool
 	nextWire int64
 
+	orderChecks, orderCheckedTasks, orderMismatches int64
+	recycled                                        int64 // helpers replaced for their memory
+
 	done   chan struct{} // closed by Close
 	exited chan struct{} // closed when the supervisor has returned
 }
@@ -109,8 +133,8 @@ type job struct {
 	req      scheduler.HelperRequest
 	versions chan versionsReply           // non-nil for a versions request
 	shuffle  *scheduler.ShuffleRunRequest // non-nil for a shuffle_run request
-	tasks    []scheduler.GraphTask
-	bad      error // first malformed chunk, reported when the answer is done
+	graph    *graphBuilder                // the materialize answer so far
+	bad      error                        // first malformed chunk, reported when the answer is done
 }
 
 type versionsReply struct {
@@ -123,6 +147,9 @@ type versionsReply struct {
 // cfg.StartTimeout). Later restarts happen in the background.
 func Start(ctx context.Context, cfg Config) (*Materializer, error) {
 	cfg.setDefaults()
+	if cfg.Ordering != OrderingGo && cfg.Ordering != OrderingPython {
+		return nil, fmt.Errorf("materializer: ordering %q is not %q or %q", cfg.Ordering, OrderingGo, OrderingPython)
+	}
 	m := &Materializer{
 		cfg:     cfg,
 		log:     cfg.Log.With().Str("component", "materializer").Logger(),
@@ -258,12 +285,18 @@ func (m *Materializer) supervise(inc *incarnation) {
 		if m.isClosed() {
 			return
 		}
-		m.log.Error().Int("helper_pid", inc.pid).Str("status", status).Msg("materializer helper exited; restarting it")
-		if m.cfg.Now().Sub(started) >= minUptime {
+		switch {
+		case inc.isRetired():
+			m.log.Info().Int("helper_pid", inc.pid).Str("status", status).Msg("materializer helper recycled for its memory")
 			backoff = minBackoff
-		} else if !m.sleep(backoff) {
-			return
-		} else {
+		case m.cfg.Now().Sub(started) >= minUptime:
+			m.log.Error().Int("helper_pid", inc.pid).Str("status", status).Msg("materializer helper exited; restarting it")
+			backoff = minBackoff
+		default:
+			m.log.Error().Int("helper_pid", inc.pid).Str("status", status).Msg("materializer helper exited; restarting it")
+			if !m.sleep(backoff) {
+				return
+			}
 			backoff = min(2*backoff, maxBackoff)
 		}
 		var ok bool

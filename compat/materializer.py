@@ -1,33 +1,23 @@
 """dask-go-scheduler graph materializer helper.
 
-The Go scheduler starts this script (embedded in its binary) with the Python
-interpreter of the clients' environment and talks to it over stdin/stdout.
-Every message in either direction is one dask-framed message: u64 N,
-u64 nframes, nframes x u64 lengths, then the frames (the layout of
-distributed/comm/tcp.py), whose contents are made and read by
-distributed.protocol.dumps/loads, so __Serialized__ and __Pickled__ blobs
-relayed from the client's update-graph arrive exactly as the Python scheduler
-would receive them.
+The Go scheduler starts this script (embedded in its binary, with
+helper_wire.py, the wire's types) with the Python interpreter of the
+clients' environment and talks to it over stdin/stdout; helper_wire.py
+describes every request and answer.
 
-Requests, handled strictly in order, one at a time:
+What it does for an update-graph is what Scheduler.update_graph does before
+it touches scheduler state: deserialize the expression, materialize it
+(__dask_graph__, annotations, convert_legacy_graph), and report per task its
+key, dependencies, kind, data_producer, annotations and its GraphNode
+pickled with persistent ids for callables (each distinct callable pickled
+once per graph, not once per task). Culling (for LLGExpr) and dask.order run
+in Go unless the request asks for ordering="python" (the fallback for dask
+versions the Go port has not been checked against). Tasks are converted,
+pickled and sent chunk by chunk, so the converted graph is never held whole.
 
-    {"op": "materialize", "id": N, "msg": <update-graph op dict>}
-    {"op": "versions", "id": N}
-        -> {"versions": get_versions(), "worker_plugins": {"shuffle": bytes}}
-    {"op": "shuffle_run", "id": N, "shuffle_id", "run_id", "barrier":
-     <the barrier task's pickled P2PBarrierTask>, "workers": [...],
-     "existing": [[partition, worker], ...], "span_id"}
-        -> {"run_spec": <pickled ShuffleRunSpec>, "worker_for":
-            [[partition, worker], ...], "workers": [distinct workers]}
-
-Responses carry the request's id and "done"; a materialize answer may come in
-several chunks of "tasks" (done false ... done true). On failure a single
-{"id", "status": "error", "done": true, **distributed.core.error_message(e)}
-replaces whatever chunks were still to come.
-
-The helper is stateless: the Go side stores everything it returns.
-stdout carries only protocol frames (fd 1 is redirected to stderr so that
-prints in user code cannot corrupt the stream); stderr is logged by Go.
+The helper keeps no state between requests. stdout carries only protocol
+frames (fd 1 is redirected to stderr so that prints in user code cannot
+corrupt the stream); stderr is logged by Go.
 """
 
 import os
@@ -38,19 +28,32 @@ import sys
 if sys.path and sys.path[0] in ("", os.getcwd()):
     del sys.path[0]
 
+import ctypes  # noqa: E402
+import functools  # noqa: E402
+import gc  # noqa: E402
+import io  # noqa: E402
 import logging  # noqa: E402
 import numbers  # noqa: E402
-import struct  # noqa: E402
+import pickle  # noqa: E402
 import textwrap  # noqa: E402
+import types  # noqa: E402
 
 import msgpack  # noqa: E402
 
 import dask  # noqa: E402
 import dask.order  # noqa: E402
 from dask._expr import LLGExpr  # noqa: E402
-from dask._task_spec import convert_legacy_graph  # noqa: E402
+from dask._task_spec import (  # noqa: E402
+    Alias,
+    DataNode,
+    GraphNode,
+    Task,
+    TaskRef,
+    convert_legacy_graph,
+    convert_legacy_task,
+)
 from distributed.core import error_message  # noqa: E402
-from distributed.protocol import dumps, loads  # noqa: E402
+from distributed.protocol import loads  # noqa: E402
 from distributed.protocol.compression import decompress  # noqa: E402
 from distributed.protocol.serialize import ToPickle, merge_and_deserialize  # noqa: E402
 from distributed.protocol.pickle import dumps as pickle_dumps  # noqa: E402
@@ -58,11 +61,13 @@ from distributed.shuffle._core import P2PBarrierTask, ShuffleRunSpec  # noqa: E4
 from distributed.shuffle._worker_plugin import ShuffleWorkerPlugin  # noqa: E402
 from distributed.versions import get_versions  # noqa: E402
 
+import helper_wire as wire  # noqa: E402
+
 logger = logging.getLogger("daskgo.materializer")
 
-# Tasks per response message; the Go side may override it with
-# DASKGO_MATERIALIZER_CHUNK. Chunks bound the size of one message for
-# graphs of hundreds of thousands of tasks.
+# Tasks per answer message; the Go side may override it with
+# DASKGO_MATERIALIZER_CHUNK. Chunks bound the size of one message and let
+# Go decode one chunk while the next is being made.
 CHUNK = int(os.environ.get("DASKGO_MATERIALIZER_CHUNK", "10000"))
 
 # Exactly the text Scheduler.update_graph raises.
@@ -78,50 +83,13 @@ DESERIALIZATION_ERROR = textwrap.dedent(
 MAX_INT = 2**64 - 1
 MIN_INT = -(2**63)
 
-
-class ProtocolError(Exception):
-    """The byte stream from Go is unusable; the helper exits."""
-
-
-def read_exactly(stream, n):
-    chunks = []
-    while n > 0:
-        b = stream.read(n)
-        if not b:
-            return None
-        chunks.append(b)
-        n -= len(b)
-    return b"".join(chunks)
-
-
-def read_message(stream):
-    """Read one framed message; None on a clean EOF between messages."""
-    prelude = read_exactly(stream, 16)
-    if prelude is None:
-        return None
-    _, nframes = struct.unpack("<QQ", prelude)
-    if nframes == 0 or nframes > 1 << 20:
-        raise ProtocolError(f"frame count {nframes} out of range")
-    raw = read_exactly(stream, 8 * nframes)
-    if raw is None:
-        raise ProtocolError("EOF inside the frame lengths")
-    lengths = struct.unpack(f"<{nframes}Q", raw)
-    frames = []
-    for n in lengths:
-        f = read_exactly(stream, n) if n else b""
-        if f is None:
-            raise ProtocolError("EOF inside a frame")
-        frames.append(f)
-    return frames
-
-
-def write_message(stream, frames):
-    lengths = [memoryview(f).nbytes for f in frames]
-    n = 8 * (1 + len(frames)) + sum(lengths)
-    stream.write(struct.pack(f"<QQ{len(frames)}Q", n, len(frames), *lengths))
-    for f in frames:
-        stream.write(f)
-    stream.flush()
+# The callables a task pickle refers to by persistent id: pickled once per
+# graph into the object table instead of once per task. Functions defined in
+# __main__ (pickled by value by cloudpickle), bound methods (which carry
+# their whole object) and partials are what made per-task pickling slow.
+INTERNED_TYPES = frozenset(
+    {types.FunctionType, types.MethodType, types.BuiltinFunctionType, functools.partial}
+)
 
 
 def msgpack_safe(value):
@@ -154,48 +122,148 @@ def deserialize_expr(expr_ser):
         raise RuntimeError(DESERIALIZATION_ERROR) from e
 
 
-def materialize(msg):
-    """update_graph + _materialize_graph + _cull + order, then per-task facts.
+class ObjectTable:
+    """The callables of one graph, each pickled once, by index. The objects
+    are kept alive until the graph is answered, so their id()s stay unique."""
 
-    Yields lists of task dicts (chunks)."""
-    keys = set(msg.get("keys") or ())
+    def __init__(self):
+        self.index_of = {}
+        self.objects = []
+        self.new = []  # pickles not sent yet
+
+    def index(self, obj):
+        i = self.index_of.get(id(obj))
+        if i is None:
+            blob = pickle_dumps(obj)  # by value (cloudpickle) where distributed would
+            i = len(self.objects)
+            self.index_of[id(obj)] = i
+            self.objects.append(obj)
+            self.new.append(blob)
+        return i
+
+    def take_new(self):
+        new, self.new = self.new, []
+        return new
+
+
+class SpecPickler(pickle.Pickler):
+    """Pickles one GraphNode at a time with the C pickler, its callables as
+    persistent ids into the ObjectTable (compat/pickle/splice.go puts them
+    back for the worker)."""
+
+    def __init__(self, table):
+        self._buf = io.BytesIO()
+        super().__init__(self._buf, protocol=5)
+        self._table = table
+
+    def persistent_id(self, obj):
+        if type(obj) in INTERNED_TYPES:
+            return self._table.index(obj)
+        return None
+
+    def spec(self, node):
+        buf = self._buf
+        buf.seek(0)
+        buf.truncate()
+        self.clear_memo()
+        try:
+            self.dump(node)
+        except Exception:
+            # what the plain pickler cannot do (a class defined in __main__,
+            # say) distributed's pickle does, by value and without the table
+            return pickle_dumps(node)
+        return buf.getvalue()
+
+
+def materialize(req):
+    """Yields the answer frames of a MaterializeRequest, chunk by chunk."""
+    msg = req.msg
+    keys = msg.get("keys") or ()
     expr = deserialize_expr(msg["expr_ser"])
     dsk = expr.__dask_graph__()
     annotations_by_type = {}
     for annotation_type, value in expr.__dask_annotations__().items():
         annotations_by_type.setdefault(annotation_type, {}).update(value)
-    dsk = convert_legacy_graph(dsk)
-    if isinstance(expr, LLGExpr):
-        dsk = cull(dsk, keys)
+    explicit_culling = isinstance(expr, LLGExpr)
     del expr
-    internal_priority = msg.get("internal_priority")
-    if not internal_priority:
-        internal_priority = dask.order.order(dsk)
     global_annotations = msg.get("annotations") or {}
+    internal_priority = msg.get("internal_priority") or None
+    ordered = bool(internal_priority) or req.ordering == "python"
+    culled = False
 
+    if req.ordering == "python" and not internal_priority:
+        # the fallback: everything here, as update_graph does it
+        dsk = convert_legacy_graph(dsk)
+        if explicit_culling:
+            dsk = cull_like_distributed(dsk, keys)
+            culled = True
+        internal_priority = dask.order.order(dsk)
+        nodes = iter(dsk.items())
+    else:
+        nodes = converted(dsk)
+
+    table = ObjectTable()
+    pickler = SpecPickler(table)
+    # the check compares Go's dask.order with Python's: nothing to compare
+    # when neither runs (the client sent internal_priority) or Python's is used
+    structure = [] if req.check_order and not ordered else None
     chunk = []
-    for key, node in dsk.items():
+    for key, node in nodes:
+        deps = list(node.dependencies)
+        kind = type(node).__name__
+        if structure is not None:
+            structure.append((key, deps, kind))
+        spec = pickler.spec(node)
         chunk.append(
-            {
-                "key": key,
-                "deps": list(node.dependencies),
-                "order": internal_priority.get(key),
-                "kind": type(node).__name__,
-                "data_producer": bool(node.data_producer),
-                "annotations": task_annotations(
-                    key, global_annotations, annotations_by_type
-                ),
-                "run_spec": ToPickle(node),
-            }
+            [
+                key,
+                deps,
+                kind,
+                bool(node.data_producer),
+                task_annotations(key, global_annotations, annotations_by_type),
+                spec,
+                internal_priority.get(key) if internal_priority else None,
+            ]
         )
         if len(chunk) >= CHUNK:
-            yield chunk
+            yield wire.graph_chunk(req.id, table.take_new(), chunk)
             chunk = []
-    yield chunk
+    del nodes, dsk
+    check = None
+    if structure is not None:
+        check = check_order(structure, keys, explicit_culling and not culled)
+        del structure
+    objects = table.take_new()
+    del table, pickler
+    release_memory()
+    yield wire.graph_done(
+        req.id,
+        objects,
+        chunk,
+        culled=culled,
+        explicit_culling=explicit_culling,
+        ordered=ordered,
+        rss=rss_bytes(),
+        check_order=check,
+    )
 
 
-def cull(dsk, keys):
-    """distributed.scheduler._cull: keep what the requested keys reach."""
+def converted(dsk):
+    """convert_legacy_graph's loop, yielding each node instead of building a
+    second dict: the converted graph is never held whole."""
+    all_keys = set(dsk)
+    for k, arg in dsk.items():
+        t = convert_legacy_task(k, arg, all_keys)
+        if isinstance(t, Alias) and t.target == k:
+            continue
+        elif not isinstance(t, GraphNode):
+            t = DataNode(k, t)
+        yield k, t
+
+
+def cull_like_distributed(dsk, keys):
+    """distributed.scheduler._cull: keep what the requested keys reach, in
+    the order its set pops them (the ordering=python path only)."""
     work = set(keys)
     seen = set()
     out = {}
@@ -209,9 +277,50 @@ def cull(dsk, keys):
     return out
 
 
+def _no_op(*args):
+    return None
+
+
+def check_order(structure, keys, cull):
+    """dask.order.order on the graph rebuilt from what Go received (keys,
+    dependency lists in the order sent, kinds), culled as Go culls it
+    (reachable from keys, in graph order): the reference Go's port must
+    equal. Nodes are rebuilt so that each dependency frozenset is built
+    exactly as Go emulates it (Task.__init__ over the list). Only
+    meaningful with string hashing fixed (PYTHONHASHSEED=0): dask.order
+    iterates sets, so its result depends on the hash seed."""
+    if sys.flags.hash_randomization:
+        logger.warning("check_order needs PYTHONHASHSEED=0; not checked")
+        return None
+    if cull:
+        pos = {k: i for i, (k, _, _) in enumerate(structure)}
+        keep = [False] * len(structure)
+        work = [pos[k] for k in keys if k in pos]
+        while work:
+            i = work.pop()
+            if keep[i]:
+                continue
+            keep[i] = True
+            work.extend(pos[d] for d in structure[i][1] if d in pos)
+        structure = [s for s, kept in zip(structure, keep) if kept]
+    dsk = {}
+    for key, deps, kind in structure:
+        if kind == "DataNode":
+            dsk[key] = DataNode(key, None)
+        elif kind == "Alias":
+            dsk[key] = Alias(key, deps[0])
+        else:
+            dsk[key] = Task(key, _no_op, *[TaskRef(d) for d in deps])
+    prio = dask.order.order(dsk)
+    return [prio[key] for key, _, _ in structure]
+
+
 def task_annotations(key, global_annotations, annotations_by_type):
     """SchedulerState._apply_annotations: global annotations (callables called
-    with the key), then layer annotations that are not None override."""
+    with the key), then layer annotations that are not None override. None
+    when the task has none."""
+    if not global_annotations and not annotations_by_type:
+        return None
     out = {}
     for name, value in global_annotations.items():
         if callable(value):
@@ -221,7 +330,37 @@ def task_annotations(key, global_annotations, annotations_by_type):
         value = by_key.get(key)
         if value is not None:
             out[name] = value
+    if not out:
+        return None
     return {name: msgpack_safe(v) for name, v in out.items()}
+
+
+def release_memory():
+    """Give a freed graph's memory back to the operating system: collect
+    cycles, then ask glibc to return its free heap (CPython frees whole
+    arenas itself; what malloc keeps is the rest)."""
+    gc.collect()
+    if _malloc_trim is not None:
+        _malloc_trim(0)
+
+
+def _find_malloc_trim():
+    try:
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
+_malloc_trim = _find_malloc_trim() if sys.platform.startswith("linux") else None
+
+
+def rss_bytes():
+    """This process's resident set size, 0 if unknown."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def worker_plugins():
@@ -234,61 +373,39 @@ def shuffle_run(req):
     """The Python half of ShuffleSchedulerPlugin._create: pick a worker for
     every output partition (keeping the partitions an aligned shuffle already
     placed) and build the ShuffleRunSpec with the run id Go chose."""
-    barrier = req.get("barrier")
+    barrier = req.barrier
     if not isinstance(barrier, P2PBarrierTask):
         raise TypeError(
             f"shuffle_run: the barrier's run_spec is a {type(barrier).__name__}, not a P2PBarrierTask"
         )
     spec = barrier.spec
-    if spec.id != req.get("shuffle_id"):
-        raise ValueError(f"shuffle_run: barrier of shuffle {spec.id!r}, asked for {req.get('shuffle_id')!r}")
-    workers = list(req.get("workers") or ())
-    if not workers:
+    if spec.id != req.shuffle_id:
+        raise ValueError(f"shuffle_run: barrier of shuffle {spec.id!r}, asked for {req.shuffle_id!r}")
+    if not req.workers:
         raise ValueError(f"shuffle_run: no workers for shuffle {spec.id!r}")
     # msgpack arrays arrive as tuples, so array partitions compare equal
-    existing = dict(req.get("existing") or ())
+    existing = dict(req.existing)
     worker_for = {}
     for partition in spec.output_partitions:
         worker = existing.get(partition)
         if worker is None:
-            worker = spec.pick_worker(partition, workers)
+            worker = spec.pick_worker(partition, req.workers)
         worker_for[partition] = worker
-    run_spec = ShuffleRunSpec(spec=spec, worker_for=worker_for, span_id=req.get("span_id"))
+    run_spec = ShuffleRunSpec(spec=spec, worker_for=worker_for, span_id=req.span_id)
     # run_id is a per-process counter in distributed; the scheduler owns it
-    object.__setattr__(run_spec, "run_id", int(req["run_id"]))
-    return {
-        "run_spec": ToPickle(run_spec),
-        "worker_for": [[msgpack_safe(p), w] for p, w in worker_for.items()],
-        "workers": sorted(set(worker_for.values())),
-    }
-
-
-def handle_shuffle_run(out, req_id, req):
-    try:
-        frames = dumps({"id": req_id, "status": "OK", "done": True, **shuffle_run(req)})
-    except Exception as e:
-        logger.info("shuffle_run %s failed: %r", req_id, e)
-        frames = error_frames(req_id)
-    write_message(out, frames)
+    object.__setattr__(run_spec, "run_id", req.run_id)
+    return wire.shuffle_run_answer(
+        req.id,
+        ToPickle(run_spec),
+        [[msgpack_safe(p), w] for p, w in worker_for.items()],
+        sorted(set(worker_for.values())),
+    )
 
 
 def error_frames(req_id):
-    """The error response for the exception being handled (call it inside an
+    """The error answer for the exception being handled (call it inside an
     except block: error_message reads the traceback from sys.exc_info)."""
-    msg = error_message(sys.exc_info()[1])
-    msg.pop("status", None)
-    return dumps({"id": req_id, "status": "error", "done": True, **msg})
-
-
-def handle_materialize(out, req_id, msg):
-    try:
-        for chunk in materialize(msg):
-            frames = dumps({"id": req_id, "status": "OK", "done": False, "tasks": chunk})
-            write_message(out, frames)
-        write_message(out, dumps({"id": req_id, "status": "OK", "done": True, "tasks": []}))
-    except Exception as e:
-        logger.info("materialize %s failed: %r", req_id, e)
-        write_message(out, error_frames(req_id))
+    return wire.error_answer(req_id, error_message(sys.exc_info()[1]))
 
 
 def request_id(frames):
@@ -300,43 +417,70 @@ def request_id(frames):
         return None
 
 
+def profiled(gen, req):
+    """gen(req), under cProfile when DASKGO_HELPER_PROFILE_DIR names a
+    directory (scripts/bench.sh --profile): helper-PID-ID.prof per graph."""
+    where = os.environ.get("DASKGO_HELPER_PROFILE_DIR")
+    if not where:
+        yield from gen(req)
+        return
+    import cProfile
+
+    prof = cProfile.Profile()
+    it = gen(req)
+    try:
+        while True:
+            prof.enable()
+            try:
+                frames = next(it)
+            except StopIteration:
+                return
+            finally:
+                prof.disable()
+            yield frames  # writing the answer is profiled by Go's side of the pipe
+    finally:
+        prof.dump_stats(os.path.join(where, f"helper-{os.getpid()}-{req.id}.prof"))
+
+
+def handle(out, req):
+    if isinstance(req, wire.VersionsRequest):
+        wire.write_message(out, wire.versions_answer(req.id, get_versions(), worker_plugins()))
+    elif isinstance(req, wire.MaterializeRequest):
+        try:
+            for frames in profiled(materialize, req):
+                wire.write_message(out, frames)
+        except Exception as e:
+            logger.info("materialize %s failed: %r", req.id, e)
+            wire.write_message(out, error_frames(req.id))
+            release_memory()
+    elif isinstance(req, wire.ShuffleRunRequest):
+        try:
+            frames = shuffle_run(req)
+        except Exception as e:
+            logger.info("shuffle_run %s failed: %r", req.id, e)
+            frames = error_frames(req.id)
+        wire.write_message(out, frames)
+
+
 def serve(inp, out):
     while True:
-        frames = read_message(inp)
+        frames = wire.read_message(inp)
         if frames is None:
             return
         try:
-            req = loads(frames, deserialize=False)
+            raw = loads(frames, deserialize=False)
         except Exception as e:
             req_id = request_id(frames)
             if req_id is None:
-                raise ProtocolError(f"undecodable request: {e!r}") from e
-            write_message(out, error_frames(req_id))
+                raise wire.ProtocolError(f"undecodable request: {e!r}") from e
+            wire.write_message(out, error_frames(req_id))
             continue
-        req_id = req.get("id")
-        op = req.get("op")
-        if op == "materialize":
-            handle_materialize(out, req_id, req.get("msg") or {})
-        elif op == "versions":
-            write_message(
-                out,
-                dumps(
-                    {
-                        "id": req_id,
-                        "status": "OK",
-                        "done": True,
-                        "versions": get_versions(),
-                        "worker_plugins": worker_plugins(),
-                    }
-                ),
-            )
-        elif op == "shuffle_run":
-            handle_shuffle_run(out, req_id, req)
-        else:
-            try:
-                raise ValueError(f"materializer helper: unknown op {op!r}")
-            except ValueError:
-                write_message(out, error_frames(req_id))
+        try:
+            req = wire.parse_request(raw)
+        except Exception:
+            wire.write_message(out, error_frames(raw.get("id") if isinstance(raw, dict) else None))
+            continue
+        handle(out, req)
 
 
 def main():
@@ -350,7 +494,7 @@ def main():
     sys.stdout = sys.stderr
     try:
         serve(sys.stdin.buffer, out)
-    except ProtocolError as e:
+    except wire.ProtocolError as e:
         print(f"materializer helper: {e}", file=sys.stderr)
         sys.exit(2)
 

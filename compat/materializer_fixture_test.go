@@ -185,8 +185,8 @@ func canonical(v any) string {
 		}
 		return fmt.Sprint(parts)
 	case *protocol.Map:
-		if x == nil {
-			return "{}"
+		if x == nil { // no annotations: the helper sends none
+			return canonical(&protocol.Map{})
 		}
 		parts := make([]string, len(x.Entries))
 		for i, e := range x.Entries {
@@ -216,7 +216,7 @@ func sharedMaterializer(t *testing.T) *Materializer {
 		defer cancel()
 		// The capture ran with the same hash seed: dask.order breaks ties by
 		// set iteration order, so orders only match under equal seeds.
-		shared, sharedErr = Start(ctx, Config{Python: py, ChunkTasks: 25, Env: []string{"PYTHONHASHSEED=0"}})
+		shared, sharedErr = Start(ctx, Config{Python: py, ChunkTasks: 25, CheckOrder: true, Env: []string{"PYTHONHASHSEED=0"}})
 	})
 	if sharedErr != nil {
 		t.Fatalf("start shared materializer: %v", sharedErr)

@@ -28,18 +28,28 @@ type incarnation struct {
 	stdout  io.ReadCloser
 	stderr  *stderrLog
 	pending map[int64]*job // written (or being written) to this process
+	// retiring: take no more requests; close stdin once pending is empty
+	// (helper_recycle.go). Guarded by Materializer.mu.
+	retiring bool
+	startRSS int64 // bytes, after the startup handshake; 0 if unknown
 
-	mu     sync.Mutex
-	reason string // why Go killed the process, if it did
+	mu      sync.Mutex
+	reason  string // why Go killed the process, if it did
+	retired bool   // it exited because Go retired it
 }
 
 // spawn starts a helper and completes its startup handshake (a versions
 // request), so that a broken interpreter or environment is reported here,
 // with the helper's last stderr lines, instead of as a failed graph later.
 func (m *Materializer) spawn(ctx context.Context) (*incarnation, error) {
-	cmd := exec.Command(m.cfg.Python, "-c", materializerScript)
+	cmd := exec.Command(m.cfg.Python, "-c", helperBootstrap)
 	cmd.Env = append(os.Environ(), m.cfg.Env...)
 	cmd.Env = append(cmd.Env, "DASKGO_MATERIALIZER_CHUNK="+strconv.Itoa(m.cfg.ChunkTasks))
+	if m.cfg.CheckOrder {
+		// dask.order iterates sets: its result is a function of the graph
+		// only with string hashing fixed
+		cmd.Env = append(cmd.Env, "PYTHONHASHSEED=0")
+	}
 	cmd.Dir = m.cfg.Dir
 	// WaitDelay bounds Wait if a grandchild keeps the stderr pipe open.
 	cmd.WaitDelay = exitGrace
@@ -53,9 +63,27 @@ func (m *Materializer) spawn(ctx context.Context) (*incarnation, error) {
 	}
 	errLog := &stderrLog{log: m.log}
 	cmd.Stderr = errLog
+	progR, progW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("materializer helper program pipe: %w", err)
+	}
+	cmd.ExtraFiles = []*os.File{progR} // fd 3 in the helper
 	if err := cmd.Start(); err != nil {
+		progR.Close()
+		progW.Close()
 		return nil, fmt.Errorf("start materializer helper %q: %w", m.cfg.Python, err)
 	}
+	progR.Close()
+	// The sources go through a pipe, not argv: a 40 kB command line would
+	// fill every `ps` listing. The writer ends when the helper has read them
+	// or is gone (EPIPE); spawn joins it before returning.
+	progDone := make(chan struct{})
+	go func() {
+		defer close(progDone)
+		defer progW.Close()
+		_, _ = io.WriteString(progW, helperWireScript+"\x00"+materializerScript)
+	}()
+	defer func() { <-progDone }()
 	inc := &incarnation{
 		cmd: cmd, pid: cmd.Process.Pid, stdin: stdin, stdout: stdout,
 		stderr: errLog, pending: map[int64]*job{},
@@ -69,11 +97,12 @@ func (m *Materializer) spawn(ctx context.Context) (*incarnation, error) {
 		return nil, fmt.Errorf("materializer helper %q (pid %d, %s) did not start: %w%s",
 			m.cfg.Python, inc.pid, status, err, tail)
 	}
+	inc.startRSS = processRSS(inc.pid)
 	m.mu.Lock()
 	m.versions = versions
 	m.plugins = plugins
 	m.mu.Unlock()
-	m.log.Debug().Int("helper_pid", inc.pid).Msg("materializer helper started")
+	m.log.Debug().Int("helper_pid", inc.pid).Int64("rss", inc.startRSS).Msg("materializer helper started")
 	return inc, nil
 }
 
@@ -92,7 +121,7 @@ func (m *Materializer) handshake(ctx context.Context, inc *incarnation) (version
 	}()
 	stop := context.AfterFunc(ctx, func() { inc.kill("no answer to the startup request") })
 	defer stop()
-	frames, err := protocol.Encode(protocol.NewMap("op", "versions", "id", int64(0)), nil)
+	frames, err := encodeVersionsRequest(0)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -110,16 +139,15 @@ func (m *Materializer) handshake(ctx context.Context, inc *incarnation) (version
 	if err != nil {
 		return nil, nil, fmt.Errorf("decode versions answer: %w", err)
 	}
-	resp, _ := v.(*protocol.Map)
-	versions, ok := resp.Get("versions").(*protocol.Map)
-	if !ok || resp.Get("status") != "OK" {
-		return nil, nil, fmt.Errorf("unexpected versions answer %s", protocol.String(v))
+	resp, head, err := parseHead(v)
+	if err != nil || head.status != "OK" {
+		return nil, nil, fmt.Errorf("unexpected versions answer %s", truncate(protocol.String(v)))
 	}
-	plugins, err = workerPlugins(resp.Get("worker_plugins"))
+	a, err := parseVersionsAnswer(resp)
 	if err != nil {
 		return nil, nil, err
 	}
-	return versions, plugins, nil
+	return a.versions, a.plugins, nil
 }
 
 // runIncarnation serves inc until its process is gone and returns its exit
@@ -149,7 +177,7 @@ func (m *Materializer) writeLoop(inc *incarnation, stop <-chan struct{}) {
 		if j == nil {
 			return
 		}
-		frames, err := encodeRequest(j)
+		frames, err := m.encodeRequest(j)
 		if err != nil {
 			m.mu.Lock()
 			delete(inc.pending, j.wireID)
@@ -171,6 +199,10 @@ func (m *Materializer) writeLoop(inc *incarnation, stop <-chan struct{}) {
 func (m *Materializer) take(inc *incarnation, stop <-chan struct{}) *job {
 	for {
 		m.mu.Lock()
+		if inc.retiring {
+			m.mu.Unlock()
+			return nil
+		}
 		if len(m.queue) > 0 && !m.closed {
 			j := m.queue[0]
 			m.queue[0] = nil
@@ -188,15 +220,29 @@ func (m *Materializer) take(inc *incarnation, stop <-chan struct{}) *job {
 	}
 }
 
-func encodeRequest(j *job) ([][]byte, error) {
-	if j.shuffle != nil {
-		return encodeShuffleRun(j)
+func (m *Materializer) encodeRequest(j *job) ([][]byte, error) {
+	switch {
+	case j.shuffle != nil:
+		return encodeShuffleRunRequest(j.wireID, j.shuffle)
+	case j.versions != nil:
+		return encodeVersionsRequest(j.wireID)
 	}
-	if j.versions != nil {
-		return protocol.Encode(protocol.NewMap("op", "versions", "id", j.wireID), nil)
-	}
-	return protocol.Encode(protocol.NewMap("op", "materialize", "id", j.wireID, "msg", j.req.Msg), nil)
+	return encodeMaterializeRequest(j.wireID, j.req.Msg, m.cfg.Ordering, m.cfg.CheckOrder)
 }
+
+// helperBootstrap is the helper's `python -c` text. It reads the two
+// sources from fd 3 (helper_wire.py NUL materializer.py), installs the first
+// as the module helper_wire (registered before it runs: dataclasses look
+// their module up), then runs the second as __main__.
+const helperBootstrap = `import os, sys, types
+with os.fdopen(3, "rb") as _f:
+    _wire_src, _main_src = _f.read().decode().split("\0", 1)
+_wire = types.ModuleType("helper_wire")
+sys.modules["helper_wire"] = _wire
+exec(compile(_wire_src, "helper_wire.py", "exec"), _wire.__dict__)
+del _f, _wire, _wire_src
+exec(compile(_main_src, "materializer.py", "exec"))
+`
 
 // readLoop reads responses until the helper's stdout closes. A response
 // that cannot be framed or decoded means the stream is lost: the helper is

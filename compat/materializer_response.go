@@ -7,67 +7,54 @@ import (
 	"daskgo/scheduler"
 )
 
-// handleResponse routes one helper response to the request it answers.
-// Responses are logged and dropped, never trusted, when they make no sense.
+// handleResponse routes one helper answer to the request it answers.
+// Answers are logged and dropped, never trusted, when they make no sense.
 func (m *Materializer) handleResponse(inc *incarnation, v any) {
-	resp, ok := v.(*protocol.Map)
-	if !ok {
-		m.log.Warn().Int("helper_pid", inc.pid).Str("response", truncate(protocol.String(v))).
-			Msg("materializer helper sent a non-dict response; ignored")
+	resp, head, err := parseHead(v)
+	if err != nil {
+		m.log.Warn().Int("helper_pid", inc.pid).Err(err).Msg("materializer helper sent an unusable answer; ignored")
 		return
 	}
-	id, _ := resp.Get("id").(int64)
 	m.mu.Lock()
-	j := inc.pending[id]
+	j := inc.pending[head.id]
 	m.mu.Unlock()
 	if j == nil {
-		m.log.Warn().Int("helper_pid", inc.pid).Str("id", protocol.String(resp.Get("id"))).
+		m.log.Warn().Int("helper_pid", inc.pid).Int64("id", head.id).
 			Msg("materializer helper answered an unknown request; ignored")
 		return
 	}
-	status, _ := resp.Get("status").(string)
-	done, _ := resp.Get("done").(bool)
-	if j.shuffle != nil && status == "OK" {
-		m.finish(inc, j)
-		m.answerShuffleRun(j, resp)
-		return
-	}
 	switch {
-	case status == "error":
+	case head.status == "error":
 		m.finish(inc, j)
 		if j.versions != nil {
 			j.versions <- versionsReply{err: fmt.Errorf("helper versions: %v", resp.Get("exception_text"))}
 			return
 		}
 		m.deliver(m.errorResult(j, errorInfo(resp)))
-	case status != "OK":
+	case head.status != "OK":
 		m.finish(inc, j)
 		m.fail(j, fmt.Sprintf("materializer helper answered with status %s", protocol.String(resp.Get("status"))))
+	case j.shuffle != nil:
+		m.finish(inc, j)
+		m.answerShuffleRun(j, resp)
 	case j.versions != nil:
 		m.finish(inc, j)
-		vm, ok := resp.Get("versions").(*protocol.Map)
-		if !ok {
-			j.versions <- versionsReply{err: fmt.Errorf("helper versions answer lacks a versions dict")}
+		a, err := parseVersionsAnswer(resp)
+		if err != nil {
+			j.versions <- versionsReply{err: err}
 			return
 		}
 		m.mu.Lock()
-		m.versions = vm
+		m.versions = a.versions
 		m.mu.Unlock()
-		j.versions <- versionsReply{m: vm}
+		j.versions <- versionsReply{m: a.versions}
 	default:
-		m.addChunk(j, resp)
-		if !done {
+		m.addChunk(j, resp, head.done)
+		if !head.done {
 			return
 		}
 		m.finish(inc, j)
-		if j.bad != nil {
-			m.fail(j, fmt.Sprintf("materializer helper returned a malformed graph: %v", j.bad))
-			return
-		}
-		st := m.result(j)
-		st.Tasks = j.tasks
-		j.tasks = nil
-		m.deliver(st)
+		m.finishGraph(inc, j)
 	}
 }
 
@@ -75,86 +62,75 @@ func (m *Materializer) handleResponse(inc *incarnation, v any) {
 func (m *Materializer) finish(inc *incarnation, j *job) {
 	m.mu.Lock()
 	delete(inc.pending, j.wireID)
+	m.closeIfRetiredLocked(inc)
 	m.mu.Unlock()
 }
 
-// addChunk converts one chunk of tasks; after the first malformed task the
-// rest of the answer is only drained.
-func (m *Materializer) addChunk(j *job, resp *protocol.Map) {
+// addChunk converts one chunk; after the first malformed one the rest of
+// the answer is only drained.
+func (m *Materializer) addChunk(j *job, resp *protocol.Map, done bool) {
 	if j.bad != nil {
 		return
 	}
-	items, ok := resp.Get("tasks").([]any)
-	if !ok && resp.Get("tasks") != nil {
-		j.bad = fmt.Errorf("tasks is %s, not a list", protocol.String(resp.Get("tasks")))
+	if j.graph == nil {
+		j.graph = newGraphBuilder()
+	}
+	c, err := parseGraphChunk(resp, done)
+	if err == nil {
+		err = j.graph.add(c)
+	}
+	if err != nil {
+		j.bad = err
+		j.graph = nil
+	}
+}
+
+// finishGraph culls, orders (and checks the order) and delivers the graph.
+func (m *Materializer) finishGraph(inc *incarnation, j *job) {
+	if j.bad != nil {
+		m.fail(j, fmt.Sprintf("materializer helper returned a malformed graph: %v", j.bad))
 		return
 	}
-	for i, it := range items {
-		t, err := graphTask(it)
-		if err != nil {
-			j.bad = fmt.Errorf("task %d of a chunk: %w", i, err)
-			j.tasks = nil
-			return
-		}
-		j.tasks = append(j.tasks, t)
-	}
-}
-
-// graphTask converts one helper task dict (see materializer.py: materialize).
-func graphTask(v any) (scheduler.GraphTask, error) {
-	var t scheduler.GraphTask
-	d, ok := v.(*protocol.Map)
-	if !ok {
-		return t, fmt.Errorf("task is %s, not a dict", truncate(protocol.String(v)))
-	}
-	key, err := protocol.KeyOf(d.Get("key"))
+	keys, err := protocol.KeysOf(j.req.Msg.Get("keys"))
 	if err != nil {
-		return t, fmt.Errorf("key: %w", err)
+		m.fail(j, fmt.Sprintf("update-graph keys: %v", err))
+		return
 	}
-	t.Key = key
-	if t.Deps, err = protocol.KeysOf(d.Get("deps")); err != nil {
-		return t, fmt.Errorf("deps of %s: %w", key, err)
+	b := j.graph
+	j.graph = nil
+	tasks, chk, err := b.finish(keys)
+	if err != nil {
+		m.fail(j, fmt.Sprintf("materialized graph: %v", err))
+		return
 	}
-	switch o := d.Get("order").(type) {
-	case int64:
-		t.Order = o
-	case nil:
-		// A client-supplied internal_priority that misses the key: distributed
-		// leaves such a task without priority; 0 is the closest order.
-	default:
-		return t, fmt.Errorf("order of %s is %s, not an int", key, protocol.String(o))
+	m.noteHelperRSS(inc, b.final.rss)
+	if chk.checked {
+		m.mu.Lock()
+		m.orderChecks++
+		m.orderCheckedTasks += int64(chk.tasks)
+		if chk.mismatches > 0 {
+			m.orderMismatches++
+		}
+		m.mu.Unlock()
+		if chk.mismatches > 0 {
+			m.log.Error().Int64("request", j.req.ID).Int("tasks", chk.tasks).Int("mismatches", chk.mismatches).
+				Str("first", chk.detail).Msg("dask.order check: Go's priorities differ from dask.order.order")
+		} else {
+			m.log.Info().Int64("request", j.req.ID).Int("tasks", chk.tasks).
+				Msg("dask.order check: Go's priorities equal dask.order.order")
+		}
 	}
-	if t.Kind, ok = d.Get("kind").(string); !ok {
-		return t, fmt.Errorf("kind of %s is %s, not a str", key, protocol.String(d.Get("kind")))
-	}
-	if t.DataProducer, ok = d.Get("data_producer").(bool); !ok {
-		return t, fmt.Errorf("data_producer of %s is not a bool", key)
-	}
-	switch a := d.Get("annotations").(type) {
-	case *protocol.Map:
-		t.Annotations = a
-	case nil:
-	default:
-		return t, fmt.Errorf("annotations of %s are %s, not a dict", key, truncate(protocol.String(a)))
-	}
-	rs, ok := d.Get("run_spec").(*protocol.Blob)
-	if !ok || !rs.Pickled {
-		return t, fmt.Errorf("run_spec of %s is %s, not a __Pickled__ blob", key, truncate(protocol.String(d.Get("run_spec"))))
-	}
-	t.RunSpec = rs
-	return t, nil
+	st := m.result(j)
+	st.Tasks = tasks
+	m.deliver(st)
 }
 
-// errorInfo takes distributed.core.error_message's fields as they are: the
-// exception and traceback stay opaque Serialized blobs for task-erred.
-func errorInfo(resp *protocol.Map) *scheduler.ErrorInfo {
-	info := &scheduler.ErrorInfo{
-		Exception: resp.Get("exception"),
-		Traceback: resp.Get("traceback"),
-	}
-	info.ExceptionText, _ = resp.Get("exception_text").(string)
-	info.TracebackText, _ = resp.Get("traceback_text").(string)
-	return info
+// OrderChecks reports the dask.order checks so far (Config.CheckOrder):
+// graphs checked, tasks in them, graphs with a mismatch.
+func (m *Materializer) OrderChecks() (graphs, tasks, mismatched int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.orderChecks, m.orderCheckedTasks, m.orderMismatches
 }
 
 func truncate(s string) string {
@@ -164,3 +140,5 @@ func truncate(s string) string {
 	}
 	return s[:max] + "..."
 }
+
+var _ scheduler.RunSpec = (*TaskSpec)(nil)

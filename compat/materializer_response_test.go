@@ -42,10 +42,36 @@ func pickledRunSpec() *protocol.Blob {
 	return v.(*protocol.Map).Get("x").(*protocol.Blob)
 }
 
-func goodTask(key string) *protocol.Map {
-	return protocol.NewMap("key", key, "deps", []any{"a", []any{"b", int64(1)}}, "order", int64(3),
-		"kind", "Task", "data_producer", false, "annotations", protocol.NewMap("retries", int64(2)),
-		"run_spec", pickledRunSpec())
+// goodTask is a helper_wire task record.
+func goodTask(key string) []any {
+	rec := make([]any, taskFields)
+	rec[taskKey] = key
+	rec[taskDeps] = []any{"a", []any{"b", int64(1)}}
+	rec[taskKind] = "Task"
+	rec[taskDataProducer] = false
+	rec[taskAnnotations] = protocol.NewMap("retries", int64(2))
+	rec[taskSpec] = []byte("\x80\x05N.")
+	rec[taskOrder] = int64(3)
+	return rec
+}
+
+// chunk is a graph chunk answer; a done one says the helper ordered and
+// culled, so these tests see the records' own orders.
+func chunk(id int64, done bool, tasks ...any) *protocol.Map {
+	m := protocol.NewMap("id", id, "status", "OK", "done", done, "objects", []any{}, "tasks", tasks)
+	if done {
+		m.Set("culled", true)
+		m.Set("ordered", true)
+		m.Set("explicit_culling", false)
+		m.Set("rss", int64(0))
+		m.Set("check_order", nil)
+	}
+	return m
+}
+
+func materializeJob(wireID, reqID int64, client string) *job {
+	return &job{wireID: wireID, req: scheduler.HelperRequest{ID: reqID, Client: client,
+		Msg: protocol.NewMap("op", "update-graph", "keys", []any{})}}
 }
 
 func next(t *testing.T, m *Materializer) *scheduler.GraphMaterialized {
@@ -60,17 +86,17 @@ func next(t *testing.T, m *Materializer) *scheduler.GraphMaterialized {
 }
 
 func TestResponseChunksAccumulate(t *testing.T) {
-	j := &job{wireID: 5, req: scheduler.HelperRequest{ID: 50, Client: "c"}}
+	j := materializeJob(5, 50, "c")
 	m, inc := fakeMaterializer(t, j)
-	m.handleResponse(inc, protocol.NewMap("id", int64(5), "status", "OK", "done", false, "tasks", []any{goodTask("x")}))
-	m.handleResponse(inc, protocol.NewMap("id", int64(5), "status", "OK", "done", true, "tasks", []any{goodTask("y")}))
+	m.handleResponse(inc, chunk(5, false, goodTask("x")))
+	m.handleResponse(inc, chunk(5, true, goodTask("y")))
 	res := next(t, m)
 	if res.Err != nil || res.RequestID != 50 || res.Client != "c" || len(res.Tasks) != 2 {
 		t.Fatalf("got %+v", res)
 	}
 	x := res.Tasks[0]
 	if x.Key != protocol.StrKey("x") || x.Order != 3 || x.Kind != "Task" || len(x.Deps) != 2 ||
-		x.Annotations.Get("retries") != int64(2) || !x.RunSpec.Pickled {
+		x.Annotations.Get("retries") != int64(2) || !x.RunSpec.Payload().Pickled {
 		t.Fatalf("task converted as %+v", x)
 	}
 	if want, _ := protocol.KeyOf([]any{"b", int64(1)}); x.Deps[1] != want {
@@ -82,7 +108,7 @@ func TestResponseChunksAccumulate(t *testing.T) {
 }
 
 func TestResponseNonsenseNeverPanics(t *testing.T) {
-	j := &job{wireID: 1, req: scheduler.HelperRequest{ID: 10}}
+	j := materializeJob(1, 10, "")
 	m, inc := fakeMaterializer(t, j)
 	for _, v := range []any{
 		nil, "garbage", []any{int64(1)}, protocol.NewMap("id", "one"),
@@ -107,20 +133,24 @@ func TestResponseMalformedTaskFailsTheRequest(t *testing.T) {
 		task any
 		want string
 	}{
-		{"not a dict", "task", "not a dict"},
-		{"bytes key", protocol.NewMap("key", []byte("k")), "key"},
-		{"bad deps", withField(goodTask("x"), "deps", "x"), "deps of x"},
-		{"float order", withField(goodTask("x"), "order", 1.5), "order of x"},
-		{"no kind", withField(goodTask("x"), "kind", nil), "kind of x"},
-		{"producer str", withField(goodTask("x"), "data_producer", "yes"), "data_producer of x"},
-		{"annotations list", withField(goodTask("x"), "annotations", []any{}), "annotations of x"},
-		{"raw run_spec", withField(goodTask("x"), "run_spec", []byte("pickle")), "run_spec of x"},
+		{"not a list", "task", "not a list of 7 fields"},
+		{"short record", []any{"x"}, "not a list of 7 fields"},
+		{"bytes key", withField(goodTask("x"), taskKey, []byte("k")), "key"},
+		{"bad deps", withField(goodTask("x"), taskDeps, "x"), "deps of x"},
+		{"float order", withField(goodTask("x"), taskOrder, 1.5), "order of x"},
+		{"no kind", withField(goodTask("x"), taskKind, nil), "kind of x"},
+		{"producer str", withField(goodTask("x"), taskDataProducer, "yes"), "data_producer of x"},
+		{"annotations list", withField(goodTask("x"), taskAnnotations, []any{}), "annotations of x"},
+		{"spec not bytes", withField(goodTask("x"), taskSpec, "pickle"), "spec of x"},
+		{"spec not a pickle", withField(goodTask("x"), taskSpec, []byte("pickle")), "spec of x: malformed task pickle"},
+		{"persistent id past the table", withField(goodTask("x"), taskSpec, []byte("\x80\x05K\x00Q.")),
+			"persistent id 0, the graph has 0 objects"},
 	}
 	for i, tc := range bad {
-		j := &job{wireID: int64(i + 1), req: scheduler.HelperRequest{ID: int64(i + 1)}}
+		j := materializeJob(int64(i+1), int64(i+1), "")
 		m, inc := fakeMaterializer(t, j)
-		m.handleResponse(inc, protocol.NewMap("id", j.wireID, "status", "OK", "done", false, "tasks", []any{tc.task}))
-		m.handleResponse(inc, protocol.NewMap("id", j.wireID, "status", "OK", "done", true, "tasks", []any{goodTask("z")}))
+		m.handleResponse(inc, chunk(j.wireID, false, tc.task))
+		m.handleResponse(inc, chunk(j.wireID, true, goodTask("z")))
 		res := next(t, m)
 		if res.Err == nil || len(res.Tasks) != 0 {
 			t.Fatalf("%s: got %d tasks, err %v", tc.name, len(res.Tasks), res.Err)
@@ -132,7 +162,7 @@ func TestResponseMalformedTaskFailsTheRequest(t *testing.T) {
 }
 
 func TestResponseErrorPassesErrorMessageThrough(t *testing.T) {
-	j := &job{wireID: 3, req: scheduler.HelperRequest{ID: 30}}
+	j := materializeJob(3, 30, "")
 	m, inc := fakeMaterializer(t, j)
 	exc := pickledRunSpec() // any blob: it is relayed untouched
 	m.handleResponse(inc, protocol.NewMap("id", int64(3), "status", "error", "done", true,
@@ -144,9 +174,9 @@ func TestResponseErrorPassesErrorMessageThrough(t *testing.T) {
 	}
 }
 
-func withField(m *protocol.Map, name string, v any) *protocol.Map {
-	m.Set(name, v)
-	return m
+func withField(rec []any, field int, v any) []any {
+	rec[field] = v
+	return rec
 }
 
 // TestGarbageStreamKillsHelper: bytes that are not a framed message mean the

@@ -57,17 +57,6 @@ func (m *Materializer) SubmitShuffleRun(req scheduler.ShuffleRunRequest) error {
 	return nil
 }
 
-func encodeShuffleRun(j *job) ([][]byte, error) {
-	r := j.shuffle
-	existing := r.Existing
-	if existing == nil {
-		existing = []any{}
-	}
-	return protocol.Encode(protocol.NewMap("op", "shuffle_run", "id", j.wireID,
-		"shuffle_id", r.ShuffleID, "run_id", r.RunID, "barrier", r.Barrier,
-		"workers", r.Workers, "existing", existing, "span_id", nil), nil)
-}
-
 func (m *Materializer) shuffleResult(j *job) *scheduler.ShuffleRunCreated {
 	return &scheduler.ShuffleRunCreated{
 		Base:      scheduler.Base{ID: fmt.Sprintf("shuffle-run-created-%d", j.shuffle.RunID), At: m.cfg.Now()},
@@ -88,36 +77,4 @@ func (m *Materializer) answerShuffleRun(j *job, resp *protocol.Map) {
 		return
 	}
 	m.deliver(st)
-}
-
-func parseShuffleRun(st *scheduler.ShuffleRunCreated, resp *protocol.Map) error {
-	rs, ok := resp.Get("run_spec").(*protocol.Blob)
-	if !ok || !rs.Pickled {
-		return fmt.Errorf("run_spec is %s, not a __Pickled__ blob", truncate(protocol.String(resp.Get("run_spec"))))
-	}
-	pairs, ok := resp.Get("worker_for").([]any)
-	if !ok {
-		return fmt.Errorf("worker_for is %s, not a list", truncate(protocol.String(resp.Get("worker_for"))))
-	}
-	for i, p := range pairs {
-		pair, ok := p.([]any)
-		if !ok || len(pair) != 2 {
-			return fmt.Errorf("worker_for[%d] is %s, not a [partition, worker] pair", i, truncate(protocol.String(p)))
-		}
-		if _, ok := pair[1].(string); !ok {
-			return fmt.Errorf("worker_for[%d] names worker %s", i, truncate(protocol.String(pair[1])))
-		}
-	}
-	raw, ok := resp.Get("workers").([]any)
-	if !ok || len(raw) == 0 {
-		return fmt.Errorf("workers is %s, not a non-empty list", truncate(protocol.String(resp.Get("workers"))))
-	}
-	workers := make([]string, len(raw))
-	for i, w := range raw {
-		if workers[i], ok = w.(string); !ok {
-			return fmt.Errorf("workers[%d] is %s, not a str", i, truncate(protocol.String(w)))
-		}
-	}
-	st.RunSpec, st.WorkerFor, st.Workers = rs, pairs, workers
-	return nil
 }

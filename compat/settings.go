@@ -12,7 +12,7 @@ import (
 
 // defaultsYAML holds the defaults of the keys SchedulerSettings reads, with
 // distributed/distributed.yaml's values (2026.8.0) and spelling, plus our
-// own root-task-co-assignment switch. Being YAML, it takes part in dask's
+// own root-task-co-assignment, task-ordering and task-ordering-check keys. Being YAML, it takes part in dask's
 // "_"/"-" canonicalization exactly as distributed.yaml does.
 const defaultsYAML = `
 distributed:
@@ -28,6 +28,8 @@ distributed:
     rootish-taskgroup: 5
     rootish-taskgroup-dependencies: 5
     root-task-co-assignment: false
+    task-ordering: go
+    task-ordering-check: false
     worker-ttl: "5 minutes"
     unknown-task-duration: 500ms
     default-task-durations:
@@ -77,6 +79,17 @@ type SchedulerSettings struct {
 	// ValidateInvariants is distributed.scheduler.validate: check every invariant
 	// after every step (slow; for debugging).
 	ValidateInvariants bool
+	// TaskOrdering is who computes dask.order's priorities: "go" (the port in
+	// scheduler/order, default) or "python" (dask.order.order in the
+	// materializer helper, as distributed does: the fallback for a dask
+	// version the port has not been checked against).
+	// distributed.scheduler.task-ordering, ours.
+	TaskOrdering string
+	// TaskOrderingCheck: the helper also runs dask.order.order (with string
+	// hashing fixed) and every difference from Go's priorities is logged as
+	// an error. For tests and for checking a new dask version.
+	// distributed.scheduler.task-ordering-check, ours.
+	TaskOrderingCheck bool
 }
 
 // LoadSchedulerSettings reads dask configuration from src and returns the
@@ -112,6 +125,8 @@ func SchedulerSettingsFrom(cfg *DaskConfig) (SchedulerSettings, error) {
 		ConnectTimeout:               r.duration("distributed.comm.timeouts.connect"),
 		TCPTimeout:                   r.duration("distributed.comm.timeouts.tcp"),
 		ValidateInvariants:           r.boolean("distributed.scheduler.validate"),
+		TaskOrdering:                 r.choice("distributed.scheduler.task-ordering", "go", "python"),
+		TaskOrderingCheck:            r.boolean("distributed.scheduler.task-ordering-check"),
 	}
 	if err := errors.Join(r.errs...); err != nil {
 		return s, err
@@ -286,6 +301,20 @@ func (r *reader) bytes(key string) int64 {
 		r.bad(key, v, `a byte size such as 1000000, "100 MB" or "1 KiB"`)
 	}
 	return n
+}
+
+// choice is one of a few strings, case-insensitively.
+func (r *reader) choice(key string, choices ...string) string {
+	v := r.get(key)
+	if s, ok := v.(string); ok {
+		for _, c := range choices {
+			if strings.EqualFold(strings.TrimSpace(s), c) {
+				return c
+			}
+		}
+	}
+	r.bad(key, v, "one of "+strings.Join(choices, ", "))
+	return choices[0]
 }
 
 // compression accepts what distributed accepts and Go can do: false/null

@@ -181,8 +181,23 @@ type GraphTask struct {
 	Kind         string // Task, Alias, DataNode, List, ..., P2PBarrierTask
 	DataProducer bool
 	Annotations  *protocol.Map // msgpack-safe, callables evaluated
-	RunSpec      *protocol.Blob
+	RunSpec      RunSpec
 }
+
+// RunSpec is a task's run_spec: opaque to the engine, which relays it to
+// workers in compute-task (and a P2P barrier's to the helper). compat's
+// implementation assembles the pickle only when it is sent, so that what
+// the engine holds per task stays small.
+type RunSpec interface {
+	// Payload is the ToPickle blob compute-task carries.
+	Payload() *protocol.Blob
+}
+
+// BlobSpec is a RunSpec that is one ready blob.
+type BlobSpec struct{ Blob *protocol.Blob }
+
+// Payload implements RunSpec.
+func (b BlobSpec) Payload() *protocol.Blob { return b.Blob }
 
 // GraphMaterialized is the helper's answer to a HelperRequest. On failure
 // Err holds the error_message-style fields to send as task-erred per key.

@@ -24,7 +24,7 @@ func benchSubmitFinish(b *testing.B, sat float64, n int) {
 	tasks := make([]GraphTask, n)
 	wanted := make([]any, n)
 	allKeys := make([]protocol.Key, n)
-	spec := &protocol.Blob{Pickled: true, Header: []byte{0x80}, Frames: [][]byte{[]byte("spec")}}
+	spec := BlobSpec{&protocol.Blob{Pickled: true, Header: []byte{0x80}, Frames: [][]byte{[]byte("spec")}}}
 	for i := range tasks {
 		key := fmt.Sprintf("inc-%d", i)
 		tasks[i] = GraphTask{Key: protocol.StrKey(key), Order: int64(i), Kind: "Task", RunSpec: spec}

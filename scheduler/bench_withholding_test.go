@@ -32,7 +32,7 @@ func BenchmarkWithholding1M(b *testing.B) {
 // binaryReduction returns n roots and their pairwise reduction in
 // post-order (dask.order's numbering), and the final key.
 func binaryReduction(n int) ([]GraphTask, protocol.Key) {
-	spec := &protocol.Blob{Pickled: true, Header: []byte{0x80}, Frames: [][]byte{[]byte("spec")}}
+	spec := BlobSpec{&protocol.Blob{Pickled: true, Header: []byte{0x80}, Frames: [][]byte{[]byte("spec")}}}
 	out := make([]GraphTask, 0, 2*n)
 	var build func(level, lo, hi int) protocol.Key
 	build = func(level, lo, hi int) protocol.Key {

@@ -45,7 +45,7 @@ func TestComputeTaskExactFields(t *testing.T) {
 	eq(t, m.Get("run_id").(int64), s.Task(k("b")).runID, "run_id")
 	eqSlice(t, m.Get("who_has").(map[protocol.Key][]string)[k("a")], []string{addr("w1")}, "who_has")
 	eq(t, m.Get("nbytes").(map[protocol.Key]int64)[k("a")], int64(8), "nbytes")
-	eq(t, m.Get("run_spec").(*protocol.Blob), s.Task(k("b")).runSpec, "run_spec is the blob")
+	eq(t, m.Get("run_spec").(*protocol.Blob), s.Task(k("b")).runSpec.Payload(), "run_spec is the blob")
 	eq(t, m.Get("resource_restrictions"), any(nil), "resource_restrictions")
 	eq(t, m.Get("actor"), any(false), "actor")
 	eq(t, m.Get("annotations").(*protocol.Map).Get("retries"), any(int64(2)), "annotations relayed")

@@ -95,7 +95,7 @@ func keys(ss ...string) []protocol.Key {
 
 // task builds a GraphTask; order defaults to its position via graph().
 func task(key string, deps ...string) GraphTask {
-	return GraphTask{Key: k(key), Deps: keys(deps...), Kind: "Task", RunSpec: blob(key)}
+	return GraphTask{Key: k(key), Deps: keys(deps...), Kind: "Task", RunSpec: BlobSpec{blob(key)}}
 }
 
 func annotated(gt GraphTask, kv ...any) GraphTask {

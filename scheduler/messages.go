@@ -168,7 +168,11 @@ func (s *State) taskToMsg(ts *TaskState) *protocol.Map {
 	es[4] = entry("stimulus_id", s.computeSIDNow())
 	es[5] = entry("who_has", whoHas)
 	es[6] = entry("nbytes", nbytes)
-	es[7] = entry("run_spec", ts.runSpec)
+	var runSpec *protocol.Blob
+	if ts.runSpec != nil {
+		runSpec = ts.runSpec.Payload()
+	}
+	es[7] = entry("run_spec", runSpec)
 	es[8] = entry("resource_restrictions", ts.x().resourcesRaw)
 	es[9] = entry("actor", ts.actor)
 	es[10] = entry("annotations", ann)

@@ -314,7 +314,7 @@ func (s *State) requestShuffleRuns() {
 		}
 		r.requested = true
 		s.out.ShuffleRuns = append(s.out.ShuffleRuns, ShuffleRunRequest{
-			ShuffleID: id, RunID: r.runID, Barrier: barrier.runSpec, Workers: workers, Existing: existing,
+			ShuffleID: id, RunID: r.runID, Barrier: barrier.runSpec.Payload(), Workers: workers, Existing: existing,
 		})
 	}
 }

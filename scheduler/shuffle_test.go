@@ -16,7 +16,7 @@ func p2pGraph(id string, nIn, nOut int) []GraphTask {
 	for i := 0; i < nIn; i++ {
 		transfers = append(transfers, task(fmt.Sprintf("transfer-%s-%d", id, i)))
 	}
-	barrier := GraphTask{Key: k(barrierPrefix + id), Kind: "P2PBarrierTask", RunSpec: blob("barrier-" + id)}
+	barrier := GraphTask{Key: k(barrierPrefix + id), Kind: "P2PBarrierTask", RunSpec: BlobSpec{blob("barrier-" + id)}}
 	for _, t := range transfers {
 		barrier.Deps = append(barrier.Deps, t.Key)
 	}
@@ -142,7 +142,7 @@ func TestShuffleHappyPath(t *testing.T) {
 	eq(t, len(out.ShuffleRuns), 1, "one helper request")
 	req := out.ShuffleRuns[0]
 	eq(t, req.RunID, int64(1), "run id")
-	eq(t, req.Barrier, s.Task(k(barrierPrefix+"abc")).runSpec, "barrier blob relayed")
+	eq(t, req.Barrier, s.Task(k(barrierPrefix+"abc")).runSpec.Payload(), "barrier blob relayed")
 	eqSlice(t, req.Workers, []string{addr("w1"), addr("w2")}, "workers, not rotated the first time")
 	for j := 0; j < 12; j++ {
 		if !s.Task(k(fmt.Sprintf("unpack-abc-%d", j))).notQueueable {
@@ -346,7 +346,7 @@ func TestShuffleHashJoinAlignment(t *testing.T) {
 	for _, id := range []string{"left", "right"} {
 		tasks = append(tasks, task("transfer-"+id+"-0"))
 		tasks = append(tasks, GraphTask{Key: k(barrierPrefix + id), Kind: "P2PBarrierTask",
-			RunSpec: blob(id), Deps: keys("transfer-" + id + "-0")})
+			RunSpec: BlobSpec{blob(id)}, Deps: keys("transfer-" + id + "-0")})
 	}
 	tasks = append(tasks, task("merge-0", barrierPrefix+"left", barrierPrefix+"right"))
 	s.submit("c1", tasks, "merge-0")

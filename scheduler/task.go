@@ -83,7 +83,7 @@ type TaskState struct {
 	group  *TaskGroup
 	prefix *TaskPrefix
 
-	runSpec  *protocol.Blob
+	runSpec  RunSpec
 	kind     string
 	priority priority
 	prioWire any // priority.wire(), built once: priorities never change

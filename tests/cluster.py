@@ -30,9 +30,38 @@ def python_env(extra: dict | None = None) -> dict:
     env = dict(os.environ)
     env["PATH"] = f"{VENV_BIN}:{env.get('PATH', '')}"
     env["PYTHONPATH"] = os.pathsep.join(p for p in [str(TESTS), env.get("PYTHONPATH", "")] if p)
+    # The differential dask.order test rides on every test: each graph a Go
+    # scheduler orders is also ordered by dask.order.order in its helper,
+    # and every mismatch is logged (tallied by record_order_checks).
+    env[ORDER_CHECK] = "True"
     if extra:
         env.update(extra)
     return env
+
+
+ORDER_CHECK = "DASK_DISTRIBUTED__SCHEDULER__TASK_ORDERING_CHECK"
+# Totals over the session of the Go schedulers' dask.order checks.
+ORDER_CHECKS = {"graphs": 0, "tasks": 0, "mismatched": 0, "details": []}
+
+
+def record_order_checks(log_text: str) -> int:
+    """Add a Go scheduler log's dask.order check lines to ORDER_CHECKS;
+    returns how many of its graphs mismatched."""
+    bad = 0
+    for line in log_text.splitlines():
+        if "dask.order check:" not in line:
+            continue
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        ORDER_CHECKS["graphs"] += 1
+        ORDER_CHECKS["tasks"] += int(rec.get("tasks", 0))
+        if "differ" in rec.get("message", ""):
+            bad += 1
+            ORDER_CHECKS["mismatched"] += 1
+            ORDER_CHECKS["details"].append(line[:600])
+    return bad
 
 
 def free_port() -> int:
@@ -131,6 +160,8 @@ class GoScheduler:
         if self.proc is not None:
             stop(self.proc)
             self.log.close()
+            self.proc = None
+            record_order_checks(self.logs())
 
     def __enter__(self):
         return self.start()

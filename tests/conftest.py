@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from cluster import build_binary, python_env
+from cluster import ORDER_CHECKS, build_binary, python_env, record_order_checks
 from cluster import stop as stop_process  # noqa: F401 - test_wire imports it from here
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,3 +71,21 @@ def go_scheduler(tmp_path):
         yield RunningScheduler(address, proc, scheduler_file, log_path)
     finally:
         stop_process(proc)
+        record_order_checks(log_path.read_text(errors="replace"))
+
+
+def pytest_terminal_summary(terminalreporter):
+    c = ORDER_CHECKS
+    terminalreporter.write_line(
+        f"dask.order differential: {c['graphs']} graphs ({c['tasks']} tasks) ordered by the Go scheduler were "
+        f"checked against dask.order.order; {c['mismatched']} differed")
+    for d in c["details"]:
+        terminalreporter.write_line(f"  {d}")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    # a mismatch fails the run even though the test that made the graph passed;
+    # a full run that checked nothing means the check itself is broken
+    full_run = session.testscollected > 20
+    if ORDER_CHECKS["mismatched"] or (full_run and ORDER_CHECKS["graphs"] == 0):
+        session.exitstatus = 1

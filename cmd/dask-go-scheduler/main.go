@@ -31,8 +31,8 @@ import (
 )
 
 type options struct {
-	host, dashboardAddr, schedulerFile, configFile, python, logLevel, cpuProfile string
-	port                                                                         int
+	host, dashboardAddr, schedulerFile, configFile, python, logLevel, cpuProfile, heapProfile string
+	port                                                                                      int
 }
 
 func main() {
@@ -51,6 +51,7 @@ func main() {
 	flag.StringVar(&o.python, "python", "python3", "Python interpreter of the clients' environment, for the graph materializer")
 	flag.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	flag.StringVar(&o.cpuProfile, "cpu-profile", "", "write a Go CPU profile (pprof) of the whole run to this file, for `go tool pprof`")
+	flag.StringVar(&o.heapProfile, "heap-profile", "", "write a Go heap profile (pprof) to this file on SIGUSR1 (FILE.N for the N-th) and at exit")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintf(os.Stderr, "dask-go-scheduler: %v\n", err)
@@ -75,6 +76,10 @@ func run(o options) error {
 		}
 		defer func() { pprof.StopCPUProfile(); f.Close() }()
 	}
+	if o.heapProfile != "" {
+		stop := heapProfiles(o.heapProfile, log)
+		defer stop()
+	}
 	dashboard, err := portOf(o.dashboardAddr)
 	if err != nil {
 		return fmt.Errorf("--dashboard-address %q: %w", o.dashboardAddr, err)
@@ -88,17 +93,20 @@ func run(o options) error {
 		Int("allowed-failures", settings.AllowedFailures).
 		Dur("worker-ttl", settings.WorkerTTL).
 		Str("compression", settings.CommCompression).
+		Str("task-ordering", settings.TaskOrdering).
 		Msg("configuration")
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	srv, err := server.Start(ctx, server.Config{
-		Listen:      listenAddress(o.host, o.port),
-		Engine:      engineConfig(settings),
-		Python:      o.python,
-		Compression: settings.CommCompression,
-		Logger:      log,
-		Dashboard:   dashboard,
+		Listen:       listenAddress(o.host, o.port),
+		Engine:       engineConfig(settings),
+		Python:       o.python,
+		TaskOrdering: settings.TaskOrdering,
+		CheckOrder:   settings.TaskOrderingCheck,
+		Compression:  settings.CommCompression,
+		Logger:       log,
+		Dashboard:    dashboard,
 	})
 	if err != nil {
 		return err

@@ -39,6 +39,7 @@ type options struct {
 	scheduler, schedulerFile, host, name, versionsFile, firstTaskFile, logLevel string
 	workers, nthreads                                                           int
 	memoryLimit                                                                 int64
+	taskDuration                                                                time.Duration
 }
 
 func main() {
@@ -53,6 +54,7 @@ func main() {
 	flag.StringVar(&o.versionsFile, "versions", "", "JSON of distributed.versions.get_versions() to announce (avoids version-mismatch warnings)")
 	flag.StringVar(&o.firstTaskFile, "first-task-file", "", "write the Unix time of the first compute-task received here")
 	flag.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	flag.DurationVar(&o.taskDuration, "task-duration", 0, "if > 0, each of a worker's --nthreads threads runs its tasks one after another, each taking this long, as a stock worker's threads do (0: finish each task on arrival)")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintf(os.Stderr, "dask-go-zero-worker: %v\n", err)
@@ -91,6 +93,7 @@ func run(o options) error {
 			memoryLimit: o.memoryLimit,
 			versions:    versions,
 			firstTask:   probe,
+			duration:    o.taskDuration,
 			log:         log.With().Str("worker", fmt.Sprintf("%s-%d", o.name, i)).Logger(),
 		}
 		wg.Add(1)

@@ -37,6 +37,7 @@ type workerConfig struct {
 	memoryLimit int64
 	versions    any
 	firstTask   *firstTask
+	duration    time.Duration // > 0: tasks run on nthreads "threads", this long each
 	log         zerolog.Logger
 }
 
@@ -53,6 +54,8 @@ type worker struct {
 
 	finished atomic.Int64 // tasks answered
 	served   atomic.Int64 // keys served by get_data
+
+	ready chan *protocol.Map // compute-tasks waiting for a thread (duration > 0)
 }
 
 // runWorker lives until ctx ends, the scheduler closes the worker, or the
@@ -99,6 +102,15 @@ func runWorker(ctx context.Context, cfg workerConfig) error {
 	hbCtx, hbCancel := context.WithCancel(ctx)
 	hbDone := make(chan error, 1)
 	go func() { hbDone <- w.heartbeats(hbCtx, interval) }()
+	var threads sync.WaitGroup
+	if cfg.duration > 0 {
+		w.ready = make(chan *protocol.Map, 1<<16)
+		for range cfg.nthreads {
+			threads.Add(1)
+			go func() { defer threads.Done(); w.thread(hbCtx) }()
+		}
+	}
+	defer threads.Wait() // after hbCancel below ends them
 	// On SIGTERM leave like a stock worker: "closing", then close-stream.
 	stopLeave := context.AfterFunc(ctx, func() { w.leave(conn) })
 
@@ -213,13 +225,50 @@ func (w *worker) handle(item any) (bool, error) {
 	return false, nil
 }
 
-// computeTask "runs" the task: it is finished as soon as it arrives.
+// thread runs queued tasks one at a time, each taking cfg.duration, until
+// ctx ends.
+func (w *worker) thread(ctx context.Context) {
+	t := time.NewTimer(0)
+	<-t.C
+	for {
+		select {
+		case m := <-w.ready:
+			t.Reset(w.cfg.duration)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				return
+			}
+			if err := w.finish(m); err != nil {
+				return
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// computeTask "runs" the task: it is finished as soon as it arrives, or
+// queued for a thread with --task-duration.
 func (w *worker) computeTask(m *protocol.Map) error {
+	w.cfg.firstTask.mark(w.cfg.log)
+	if w.ready != nil {
+		select {
+		case w.ready <- m:
+			return nil
+		default:
+			return errors.New("compute-task: more than 65536 tasks queued on one fake worker")
+		}
+	}
+	return w.finish(m)
+}
+
+// finish reports the task finished.
+func (w *worker) finish(m *protocol.Map) error {
 	key, err := protocol.KeyOf(m.Get("key"))
 	if err != nil {
 		return fmt.Errorf("compute-task: %w", err)
 	}
-	w.cfg.firstTask.mark(w.cfg.log)
 	w.mu.Lock()
 	w.held[key] = struct{}{}
 	w.mu.Unlock()

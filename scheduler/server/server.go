@@ -19,12 +19,16 @@ import (
 // Config is everything the outer ring needs; cmd/dask-go-scheduler fills it
 // from flags and dask config files.
 type Config struct {
-	Listen      string // e.g. "tcp://127.0.0.1:8786"; port 0 picks a free one
-	Engine      scheduler.Config
-	Python      string // interpreter for the materializer helper
-	Compression string // distributed.comm.compression ("" or "lz4")
-	TickEvery   time.Duration
-	Logger      zerolog.Logger
+	Listen string // e.g. "tcp://127.0.0.1:8786"; port 0 picks a free one
+	Engine scheduler.Config
+	Python string // interpreter for the materializer helper
+	// TaskOrdering and CheckOrder configure the helper (compat.Config's
+	// Ordering and CheckOrder).
+	TaskOrdering string
+	CheckOrder   bool
+	Compression  string // distributed.comm.compression ("" or "lz4")
+	TickEvery    time.Duration
+	Logger       zerolog.Logger
 	// Dashboard is the port announced under services["dashboard"]; stock
 	// clients read it for Client.dashboard_link. Nothing listens there yet.
 	Dashboard int
@@ -81,7 +85,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	s.pool = comm.NewPool(comm.PoolConfig{Options: &comm.Options{Compression: cfg.Compression, PickleProtocol: 4}})
 
 	results := make(chan scheduler.Stimulus, 64)
-	s.mat, err = compat.Start(ctx, compat.Config{Python: cfg.Python, Log: s.log, Results: results})
+	s.mat, err = compat.Start(ctx, compat.Config{Python: cfg.Python, Log: s.log, Results: results,
+		Ordering: cfg.TaskOrdering, CheckOrder: cfg.CheckOrder})
 	if err != nil {
 		lis.Close()
 		s.pool.Close()

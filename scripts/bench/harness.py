@@ -4,6 +4,7 @@ the same workloads, stock workers and stock Client (issue 5).
     scripts/bench.sh                 # full run: fresh cluster per run, 3 interleaved repetitions
     scripts/bench.sh --smoke         # tiny sizes, 1 repetition, one cluster per configuration
     scripts/bench.sh --workloads basic-sum --configs go-queuing --repetitions 1 --no-overhead
+    scripts/bench.sh --workloads graph-path   # the graph path only (scripts/bench/graph_path.py)
 
 For every (workload, configuration, repetition) it records wall time, the
 worker processes' summed RSS every 100 ms (psutil, from outside) and its
@@ -34,6 +35,7 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import graph_path  # noqa: E402
 import overhead  # noqa: E402
 import report  # noqa: E402
 from procs import BENCH, CONFIGS, DIAGNOSTIC_CONFIGS, Sampler, Scheduler, Workers  # noqa: E402
@@ -118,6 +120,7 @@ def run_workload(cluster: Cluster, name: str, ctx: Context, rep: int, timeout: f
             scheduler_peak_rss_bytes=max(sampler.scheduler_rss),
             helper_cpu_s=max(0.0, helper1 - helper0),
             helper_peak_rss_bytes=max(sampler.helper_rss),
+            scheduler_side_peak_rss_bytes=max(sampler.total_rss),
             checksum=value,
         )
         series = {"t": [round(t, 3) for t in sampler.times], "worker_rss": sampler.worker_rss,
@@ -229,8 +232,27 @@ def parse_args(argv=None):
                     help="repetitions of the 200k-task stock-array benchmark (default 1: 18 min per Python run)")
     ap.add_argument("--submit-repetitions", type=int, default=1,
                     help="repetitions of the 1M-task submit benchmark (default 1: minutes and GiB on Python)")
+    ap.add_argument("--graph-path-cases", default=",".join(graph_path.DEFAULT_CASES),
+                    help=f"with --workloads graph-path: cases of {', '.join(graph_path.CASES)}")
+    ap.add_argument("--profile", type=Path, default=None,
+                    help="write the Go scheduler's CPU and heap profiles and the helper's cProfile of each "
+                         "graph-path run into this directory (DIR/CASE-KIND-REP/)")
+    ap.add_argument("--graph-path-schedulers", default="py,go",
+                    help="with --workloads graph-path: which schedulers (default py,go; go alone is for profiling, "
+                         "its results have no ratios)")
+    ap.add_argument("--graph-path-1m-python", action="store_true",
+                    help="also run tree-1m on the Python scheduler (many minutes)")
     args = ap.parse_args(argv)
     args.workloads = [w for w in args.workloads.split(",") if w]
+    args.graph_path = graph_path.NAME in args.workloads
+    if args.graph_path:
+        args.workloads.remove(graph_path.NAME)
+        args.graph_path_cases = [c for c in args.graph_path_cases.split(",") if c]
+        for c in args.graph_path_cases:
+            if c not in graph_path.CASES:
+                ap.error(f"unknown graph-path case {c!r}; known: {', '.join(graph_path.CASES)}")
+        if not args.workloads:  # the graph path alone: no workload matrix, no overhead runs
+            args.no_overhead = True
     args.configs = [c for c in args.configs.split(",") if c]
     for w in args.workloads:
         if w not in WORKLOADS:
@@ -256,11 +278,20 @@ def main(argv=None) -> int:
     ctx = Context(memory=args.workers * args.memory_limit, nthreads=args.workers, smoke=args.smoke,
                   scale=args.scale)
     machine = describe_machine(args)
-    print(f"results: {out}\nmachine: {machine['machine']}\ncluster: {args.workers} workers x 1 thread, "
-          f"{args.memory_limit / 2**30:.2f} GiB each", flush=True)
+    print(f"results: {out}\nmachine: {machine['machine']}", flush=True)
+    if args.workloads:
+        print(f"cluster: {args.workers} workers x 1 thread, {args.memory_limit / 2**30:.2f} GiB each", flush=True)
+    if args.graph_path:
+        print(f"graph path: {graph_path.WORKERS} workers x {graph_path.THREADS} threads with nannies", flush=True)
     started = time.perf_counter()
-    records, series, over = [], {}, []
-    if not args.overhead_only:
+    records, series, over, paths = [], {}, [], []
+    if args.graph_path:
+        paths = graph_path.run_all(
+            tmp, args.graph_path_cases, args.repetitions, args.smoke, args.graph_path_1m_python,
+            timeout=args.timeout * 4, on_record=lambda r: graph_path.write(out, r, machine), profile=args.profile,
+            schedulers=tuple(s for s in args.graph_path_schedulers.split(",") if s))
+        graph_path.write(out, paths, machine)
+    if not args.overhead_only and args.workloads:
         records, series = run_matrix(
             args, ctx, tmp, lambda r, s: report.write(out, r, s, [], machine, with_plots=False))
         check_consistency(records)
@@ -269,12 +300,14 @@ def main(argv=None) -> int:
             tmp, smoke=args.smoke, repetitions=args.repetitions, array_repetitions=args.array_repetitions,
             submit_repetitions=args.submit_repetitions,
             on_record=lambda o: report.write(out, records, series, o, machine, with_plots=False))
-    report.write(out, records, series, over, machine)
-    failed = [r for r in records + over if not r["ok"]]
+    if records or over:
+        report.write(out, records, series, over, machine)
+    failed = [r for r in records + over + paths if not r["ok"]]
     print(f"\n{len(records)} workload runs, {len(over)} overhead runs, {len(failed)} failed, "
           f"{time.perf_counter() - started:.0f} s; results in {out}", flush=True)
     for r in failed:
-        print(f"FAILED {r.get('workload') or r.get('benchmark')} {r.get('configuration') or r.get('scheduler')}: "
+        print(f"FAILED {r.get('workload') or r.get('benchmark') or r.get('case')} "
+              f"{r.get('configuration') or r.get('scheduler')}: "
               f"{r.get('error')}", flush=True)
     if failed and (tmp / "failures.log").exists():
         print(f"logs of failed runs: {tmp / 'failures.log'}")

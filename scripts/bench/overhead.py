@@ -64,6 +64,7 @@ def _measure(rec: dict, sampler: Sampler, cpu0: tuple, wall: float) -> None:
         helper_cpu_us_per_task=max(0.0, cpu1[1] - cpu0[1]) / rec["tasks"] * 1e6,
         scheduler_peak_rss_bytes=max(sampler.scheduler_rss),
         helper_peak_rss_bytes=max(sampler.helper_rss),
+        scheduler_side_peak_rss_bytes=max(sampler.total_rss),
     )
 
 

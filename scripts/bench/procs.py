@@ -110,8 +110,13 @@ class Scheduler:
     """`dask scheduler` (kind "py") or bin/dask-go-scheduler (kind "go") on
     127.0.0.1 with a free port, configured through DASK_* variables."""
 
-    def __init__(self, kind: str, env: dict[str, str], tmp: Path, log_level: str = "info"):
+    def __init__(self, kind: str, env: dict[str, str], tmp: Path, log_level: str = "info",
+                 profile: Path | None = None):
         self.kind, self.env, self.tmp = kind, env, Path(tmp)
+        # profile: a directory for the Go process's CPU and heap profiles
+        # (cpu.pprof; heap.pprof at exit, heap.pprof.N per SIGUSR1) and the
+        # helper's cProfile of each graph (helper-PID-ID.prof)
+        self.profile = Path(profile) if profile else None
         self.scheduler_file = self.tmp / "scheduler.json"
         self.log_path = self.tmp / "scheduler.log"
         self.log_level = log_level
@@ -121,7 +126,10 @@ class Scheduler:
     def command(self) -> list[str]:
         common = ["--host", "127.0.0.1", "--port", "0", "--scheduler-file", str(self.scheduler_file)]
         if self.kind == "go":
-            return [str(GO_SCHEDULER), *common, "--python", sys.executable, "--log-level", self.log_level]
+            prof = []
+            if self.profile:
+                prof = ["--cpu-profile", str(self.profile / "cpu.pprof"), "--heap-profile", str(self.profile / "heap.pprof")]
+            return [str(GO_SCHEDULER), *common, "--python", sys.executable, "--log-level", self.log_level, *prof]
         return [str(VENV_BIN / "dask"), "scheduler", *common, "--no-dashboard"]
 
     def start(self, timeout: float = 60) -> "Scheduler":
@@ -131,9 +139,12 @@ class Scheduler:
         """Start the process; workers started now wait for the scheduler file."""
         self.tmp.mkdir(parents=True, exist_ok=True)
         self.scheduler_file.unlink(missing_ok=True)
+        env = python_env(self.env)
+        if self.profile:
+            self.profile.mkdir(parents=True, exist_ok=True)
+            env["DASKGO_HELPER_PROFILE_DIR"] = str(self.profile)
         with open(self.log_path, "wb") as log:
-            self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
-                                         env=python_env(self.env))
+            self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT, env=env)
         return self
 
     def wait_ready(self, timeout: float = 60) -> "Scheduler":
@@ -148,6 +159,11 @@ class Scheduler:
 
     def logs(self) -> str:
         return tail(self.log_path)
+
+    def snapshot_heap(self) -> None:
+        """Ask a profiled Go scheduler for a heap profile now."""
+        if self.kind == "go" and self.profile and self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGUSR1)
 
     def stop(self) -> None:
         if self.proc is not None:
@@ -245,7 +261,9 @@ def cpu_seconds(p: psutil.Process) -> float:
 class Sampler:
     """Samples every `interval` seconds, from outside: the summed RSS of the
     worker processes, and the scheduler's RSS and that of its children (the
-    Go scheduler's materializer helper). Timestamps are relative to start()."""
+    Go scheduler's materializer helper), apart and summed at each instant
+    (the scheduler side's memory is the sum). Timestamps are relative to
+    start()."""
 
     def __init__(self, worker_pids: list[int], scheduler_pid: int, interval: float = 0.1):
         self.workers = [psutil.Process(p) for p in worker_pids]
@@ -255,6 +273,7 @@ class Sampler:
         self.worker_rss: list[int] = []
         self.scheduler_rss: list[int] = []
         self.helper_rss: list[int] = []
+        self.total_rss: list[int] = []  # scheduler + helper, same instant
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="bench-sampler", daemon=True)
 
@@ -277,6 +296,7 @@ class Sampler:
         except psutil.NoSuchProcess:
             helpers = []
         self.helper_rss.append(self._rss(helpers))
+        self.total_rss.append(self.scheduler_rss[-1] + self.helper_rss[-1])
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
@@ -294,10 +314,12 @@ class Sampler:
         self.sample()
 
     def scheduler_cpu(self) -> tuple[float, float]:
-        """CPU seconds (user+system) so far of the scheduler process and of its
-        live children (the Go scheduler's materializer helper)."""
-        own = cpu_seconds(self.scheduler)
-        helpers = 0.0
+        """CPU seconds (user+system) so far of the scheduler process, and of
+        its children (the Go scheduler's materializer helper): the live ones
+        plus those it has reaped (a helper replaced mid-run still counts)."""
+        t = self.scheduler.cpu_times()
+        own = t.user + t.system
+        helpers = t.children_user + t.children_system
         for c in self.scheduler.children(recursive=True):
             try:
                 helpers += cpu_seconds(c)

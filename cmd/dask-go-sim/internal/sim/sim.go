@@ -179,7 +179,7 @@ func (s *Sim) start() {
 		Client: s.client, Tasks: s.graphTasks()})
 }
 
-var runSpec = &protocol.Blob{Pickled: true, Header: []byte{0x80}, Frames: [][]byte{[]byte("sim")}}
+var runSpec = scheduler.BlobSpec{Blob: &protocol.Blob{Pickled: true, Header: []byte{0x80}, Frames: [][]byte{[]byte("sim")}}}
 
 func (s *Sim) graphTasks() []scheduler.GraphTask {
 	out := make([]scheduler.GraphTask, len(s.g.Tasks))

@@ -1,0 +1,238 @@
+package compat
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"daskgo/compat/pickle"
+	"daskgo/protocol"
+	"daskgo/scheduler"
+	"daskgo/scheduler/order"
+)
+
+// graphBuilder assembles one materialize answer: it converts each chunk as
+// it arrives (the helper is already making the next one), and once the last
+// chunk is in, does what update_graph does between materialization and
+// creating task states: _cull for an LLGExpr, then dask.order.order, both in
+// Go unless the helper already did them (ordering=python, or the client
+// sent internal_priority).
+type graphBuilder struct {
+	table *objectTable
+	tasks []scheduler.GraphTask
+	kinds map[string]string // interned kind names: one string per kind, not per task
+	final *graphFinal
+}
+
+func newGraphBuilder() *graphBuilder {
+	return &graphBuilder{table: &objectTable{}, kinds: map[string]string{}}
+}
+
+// add converts one chunk. Specs are checked here, once, so that sending a
+// task later cannot fail.
+func (b *graphBuilder) add(c graphChunk) error {
+	b.table.objs = append(b.table.objs, c.objects...)
+	specs := make([]TaskSpec, len(c.tasks)) // one allocation per chunk
+	for i := range c.tasks {
+		wt := &c.tasks[i]
+		refs, err := pickle.Scan(wt.spec, len(b.table.objs))
+		if err != nil {
+			return fmt.Errorf("spec of %s: %w", wt.key, err)
+		}
+		specs[i].spec = wt.spec
+		if refs > 0 {
+			specs[i].table = b.table
+		}
+		kind, ok := b.kinds[wt.kind]
+		if !ok {
+			kind = strings.Clone(wt.kind)
+			b.kinds[kind] = kind
+		}
+		b.tasks = append(b.tasks, scheduler.GraphTask{
+			Key: wt.key, Deps: wt.deps, Order: wt.order, Kind: kind,
+			DataProducer: wt.dataProducer, Annotations: wt.annotations, RunSpec: &specs[i],
+		})
+	}
+	if c.final != nil {
+		b.final = c.final
+	}
+	return nil
+}
+
+// orderCheck is the outcome of comparing Go's priorities with the helper's
+// dask.order.order (Config.CheckOrder).
+type orderCheck struct {
+	checked    bool
+	tasks      int
+	mismatches int
+	detail     string // the first mismatches, for the log
+}
+
+// finish culls, orders and checks; keys are the update-graph's keys.
+func (b *graphBuilder) finish(keys []protocol.Key) ([]scheduler.GraphTask, orderCheck, error) {
+	var chk orderCheck
+	if b.final == nil {
+		return nil, chk, errors.New("answer ended without its final chunk")
+	}
+	g, err := indexGraph(b.tasks)
+	if err != nil {
+		return nil, chk, err
+	}
+	if b.final.explicitCulling && !b.final.culled {
+		g = g.cull(keys)
+	}
+	tasks := g.tasks
+	if !b.final.ordered {
+		prio, err := order.Order(g.orderGraph())
+		if err != nil {
+			return nil, chk, fmt.Errorf("dask.order: %w", err)
+		}
+		for i := range tasks {
+			tasks[i].Order = prio[i]
+		}
+	}
+	if want := b.final.checkOrder; want != nil {
+		chk = compareOrder(tasks, want)
+	}
+	return tasks, chk, nil
+}
+
+// compareOrder compares Go's priorities with dask.order's.
+func compareOrder(tasks []scheduler.GraphTask, want []int64) orderCheck {
+	chk := orderCheck{checked: true, tasks: len(tasks)}
+	if len(want) != len(tasks) {
+		chk.mismatches = len(tasks)
+		chk.detail = fmt.Sprintf("dask.order ordered %d tasks, Go %d", len(want), len(tasks))
+		return chk
+	}
+	var d strings.Builder
+	for i := range tasks {
+		if tasks[i].Order == want[i] {
+			continue
+		}
+		chk.mismatches++
+		if chk.mismatches <= 5 {
+			fmt.Fprintf(&d, "%s: go %d, dask.order %d; ", tasks[i].Key, tasks[i].Order, want[i])
+		}
+	}
+	chk.detail = d.String()
+	return chk
+}
+
+// indexedGraph is a materialized graph with dependencies resolved to
+// positions: dep[depAt[i]:depAt[i+1]] are task i's, -1 for a key the
+// graph does not hold (a dependency the scheduler already knows).
+type indexedGraph struct {
+	tasks []scheduler.GraphTask
+	pos   map[protocol.Key]int32
+	depAt []int32
+	dep   []int32
+}
+
+// indexGraph resolves every dependency once. A dependency that names a
+// task of the graph is re-pointed at that task's Key string, so the graph
+// holds each key's bytes once.
+func indexGraph(tasks []scheduler.GraphTask) (*indexedGraph, error) {
+	g := &indexedGraph{tasks: tasks, pos: make(map[protocol.Key]int32, len(tasks)), depAt: make([]int32, len(tasks)+1)}
+	for i := range tasks {
+		if _, dup := g.pos[tasks[i].Key]; dup {
+			return nil, fmt.Errorf("key %s appears twice in the graph", tasks[i].Key)
+		}
+		g.pos[tasks[i].Key] = int32(i)
+	}
+	n := 0
+	for i := range tasks {
+		n += len(tasks[i].Deps)
+	}
+	g.dep = make([]int32, 0, n)
+	for i := range tasks {
+		g.depAt[i] = int32(len(g.dep))
+		deps := tasks[i].Deps
+		for d, k := range deps {
+			j, ok := g.pos[k]
+			if !ok {
+				j = -1
+			} else {
+				deps[d] = tasks[j].Key
+			}
+			g.dep = append(g.dep, j)
+		}
+	}
+	g.depAt[len(tasks)] = int32(len(g.dep))
+	return g, nil
+}
+
+func (g *indexedGraph) deps(i int) []int32 { return g.dep[g.depAt[i]:g.depAt[i+1]] }
+
+// cull mirrors distributed.scheduler._cull for an LLGExpr: keep what the
+// requested keys reach. Tasks keep their graph order (distributed's order
+// follows its set's pops, which depend on the hash seed).
+func (g *indexedGraph) cull(keys []protocol.Key) *indexedGraph {
+	keep := make([]bool, len(g.tasks))
+	work := make([]int32, 0, len(keys))
+	for _, k := range keys {
+		if i, ok := g.pos[k]; ok {
+			work = append(work, i)
+		}
+	}
+	kept := 0
+	for len(work) > 0 {
+		i := work[len(work)-1]
+		work = work[:len(work)-1]
+		if keep[i] {
+			continue
+		}
+		keep[i] = true
+		kept++
+		for _, j := range g.deps(int(i)) {
+			if j >= 0 && !keep[j] {
+				work = append(work, j)
+			}
+		}
+	}
+	if kept == len(g.tasks) {
+		return g
+	}
+	tasks := make([]scheduler.GraphTask, 0, kept)
+	for i := range g.tasks {
+		if keep[i] {
+			tasks = append(tasks, g.tasks[i])
+		}
+	}
+	out, _ := indexGraph(tasks) // keys are unique: they were in g
+	return out
+}
+
+// orderGraph is the graph as dask.order sees it: dependencies that the
+// graph does not hold become external keys.
+func (g *indexedGraph) orderGraph() *order.Graph {
+	n := len(g.tasks)
+	og := &order.Graph{
+		Keys:     make([]protocol.Key, n, n+8),
+		Deps:     make([][]int32, n),
+		IsTask:   make([]bool, n),
+		NumNodes: n,
+	}
+	external := map[protocol.Key]int32{}
+	for i := range g.tasks {
+		t := &g.tasks[i]
+		og.Keys[i] = t.Key
+		og.IsTask[i] = t.Kind != "DataNode" // dask.core.istask
+		deps := g.deps(i)
+		for d, j := range deps {
+			if j >= 0 {
+				continue
+			}
+			k := t.Deps[d]
+			x, ok := external[k]
+			if !ok {
+				x = int32(len(og.Keys))
+				external[k] = x
+				og.Keys = append(og.Keys, k)
+			}
+			deps[d] = x // dep[] is scratch from here on: the engine resolves keys itself
+		}
+		og.Deps[i] = deps
+	}
+	return og
+}

@@ -1,0 +1,255 @@
+package compat
+
+import (
+	"fmt"
+
+	"daskgo/protocol"
+	"daskgo/scheduler"
+)
+
+// The helper wire: every request Go sends the materializer helper and every
+// answer it reads back, typed, in one place. Its Python twin is
+// helper_wire.py, which documents the layout; change both together and
+// bump wireVersion.
+
+// wireVersion must equal helper_wire.WIRE_VERSION; the startup handshake
+// checks it.
+const wireVersion = 2
+
+// Task record fields (helper_wire.TASK_*).
+const (
+	taskKey = iota
+	taskDeps
+	taskKind
+	taskDataProducer
+	taskAnnotations
+	taskSpec
+	taskOrder
+	taskFields
+)
+
+// Orderings a materialize request can ask for.
+const (
+	OrderingGo     = "go"     // the helper sends no priorities; Go runs its dask.order port
+	OrderingPython = "python" // the helper runs dask.order.order (and culls) itself
+)
+
+// ---- requests ------------------------------------------------------------------
+
+func encodeVersionsRequest(id int64) ([][]byte, error) {
+	return protocol.Encode(protocol.NewMap("op", "versions", "id", id), nil)
+}
+
+func encodeMaterializeRequest(id int64, msg *protocol.Map, ordering string, checkOrder bool) ([][]byte, error) {
+	return protocol.Encode(protocol.NewMap("op", "materialize", "id", id, "msg", msg,
+		"ordering", ordering, "check_order", checkOrder), nil)
+}
+
+func encodeShuffleRunRequest(id int64, r *scheduler.ShuffleRunRequest) ([][]byte, error) {
+	existing := r.Existing
+	if existing == nil {
+		existing = []any{}
+	}
+	return protocol.Encode(protocol.NewMap("op", "shuffle_run", "id", id,
+		"shuffle_id", r.ShuffleID, "run_id", r.RunID, "barrier", r.Barrier,
+		"workers", r.Workers, "existing", existing, "span_id", nil), nil)
+}
+
+// ---- answers -------------------------------------------------------------------
+
+// answerHead is what every answer carries.
+type answerHead struct {
+	id     int64
+	status string // "OK" or "error"
+	done   bool
+}
+
+func parseHead(v any) (*protocol.Map, answerHead, error) {
+	resp, ok := v.(*protocol.Map)
+	if !ok {
+		return nil, answerHead{}, fmt.Errorf("answer is %s, not a dict", truncate(protocol.String(v)))
+	}
+	var h answerHead
+	if h.id, ok = resp.Get("id").(int64); !ok {
+		return resp, h, fmt.Errorf("answer id is %s", truncate(protocol.String(resp.Get("id"))))
+	}
+	h.status, _ = resp.Get("status").(string)
+	h.done, _ = resp.Get("done").(bool)
+	return resp, h, nil
+}
+
+// versionsAnswer is the answer to the startup request.
+type versionsAnswer struct {
+	versions, plugins *protocol.Map
+}
+
+func parseVersionsAnswer(resp *protocol.Map) (versionsAnswer, error) {
+	var a versionsAnswer
+	var ok bool
+	if a.versions, ok = resp.Get("versions").(*protocol.Map); !ok {
+		return a, fmt.Errorf("versions answer lacks a versions dict: %s", truncate(protocol.String(resp)))
+	}
+	if w, _ := resp.Get("wire").(int64); w != wireVersion {
+		return a, fmt.Errorf("helper speaks wire version %s, this scheduler %d", protocol.String(resp.Get("wire")), wireVersion)
+	}
+	var err error
+	a.plugins, err = workerPlugins(resp.Get("worker_plugins"))
+	return a, err
+}
+
+// graphChunk is one answer to a materialize request.
+type graphChunk struct {
+	objects [][]byte   // appended to the graph's object table, in order
+	tasks   []wireTask // in the materialized graph's order
+	final   *graphFinal
+}
+
+// wireTask is a task record as it arrived; graphBuilder checks its spec
+// against the object table and converts it.
+type wireTask struct {
+	key          protocol.Key
+	deps         []protocol.Key
+	kind         string
+	dataProducer bool
+	annotations  *protocol.Map
+	spec         []byte
+	order        int64
+	hasOrder     bool
+}
+
+// graphFinal is what the last chunk adds.
+type graphFinal struct {
+	culled          bool    // the helper culled (ordering=python)
+	explicitCulling bool    // an LLGExpr: Go culls to what the keys reach, unless culled
+	ordered         bool    // every task carries its priority
+	rss             int64   // the helper's RSS after freeing the graph
+	checkOrder      []int64 // dask.order's priorities for the check, or nil
+}
+
+func parseGraphChunk(resp *protocol.Map, done bool) (graphChunk, error) {
+	var c graphChunk
+	objs, ok := resp.Get("objects").([]any)
+	if !ok && resp.Get("objects") != nil {
+		return c, fmt.Errorf("objects is %s, not a list", truncate(protocol.String(resp.Get("objects"))))
+	}
+	c.objects = make([][]byte, len(objs))
+	for i, o := range objs {
+		if c.objects[i], ok = o.([]byte); !ok {
+			return c, fmt.Errorf("object %d is %s, not pickle bytes", i, truncate(protocol.String(o)))
+		}
+	}
+	items, ok := resp.Get("tasks").([]any)
+	if !ok && resp.Get("tasks") != nil {
+		return c, fmt.Errorf("tasks is %s, not a list", truncate(protocol.String(resp.Get("tasks"))))
+	}
+	c.tasks = make([]wireTask, len(items))
+	for i, it := range items {
+		if err := parseWireTask(&c.tasks[i], it); err != nil {
+			return c, fmt.Errorf("task %d of a chunk: %w", i, err)
+		}
+	}
+	if done {
+		f := &graphFinal{}
+		f.culled, _ = resp.Get("culled").(bool)
+		f.explicitCulling, _ = resp.Get("explicit_culling").(bool)
+		f.ordered, _ = resp.Get("ordered").(bool)
+		f.rss, _ = resp.Get("rss").(int64)
+		if co, ok := resp.Get("check_order").([]any); ok {
+			f.checkOrder = make([]int64, len(co))
+			for i, o := range co {
+				if f.checkOrder[i], ok = o.(int64); !ok {
+					return c, fmt.Errorf("check_order[%d] is %s, not an int", i, protocol.String(o))
+				}
+			}
+		}
+		c.final = f
+	}
+	return c, nil
+}
+
+func parseWireTask(t *wireTask, v any) error {
+	rec, ok := v.([]any)
+	if !ok || len(rec) != taskFields {
+		return fmt.Errorf("record is %s, not a list of %d fields", truncate(protocol.String(v)), taskFields)
+	}
+	key, err := protocol.KeyOf(rec[taskKey])
+	if err != nil {
+		return fmt.Errorf("key: %w", err)
+	}
+	t.key = key
+	if t.deps, err = protocol.KeysOf(rec[taskDeps]); err != nil {
+		return fmt.Errorf("deps of %s: %w", key, err)
+	}
+	if t.kind, ok = rec[taskKind].(string); !ok {
+		return fmt.Errorf("kind of %s is %s, not a str", key, truncate(protocol.String(rec[taskKind])))
+	}
+	if t.dataProducer, ok = rec[taskDataProducer].(bool); !ok {
+		return fmt.Errorf("data_producer of %s is not a bool", key)
+	}
+	switch a := rec[taskAnnotations].(type) {
+	case *protocol.Map:
+		t.annotations = a
+	case nil:
+	default:
+		return fmt.Errorf("annotations of %s are %s, not a dict", key, truncate(protocol.String(a)))
+	}
+	if t.spec, ok = rec[taskSpec].([]byte); !ok {
+		return fmt.Errorf("spec of %s is %s, not pickle bytes", key, truncate(protocol.String(rec[taskSpec])))
+	}
+	switch o := rec[taskOrder].(type) {
+	case int64:
+		t.order, t.hasOrder = o, true
+	case nil:
+		// not ordered by the helper, or a client-supplied internal_priority
+		// that misses the key (distributed then leaves it without priority;
+		// 0 is the closest)
+	default:
+		return fmt.Errorf("order of %s is %s, not an int", key, protocol.String(o))
+	}
+	return nil
+}
+
+// parseShuffleRun fills st from a shuffle_run answer.
+func parseShuffleRun(st *scheduler.ShuffleRunCreated, resp *protocol.Map) error {
+	rs, ok := resp.Get("run_spec").(*protocol.Blob)
+	if !ok || !rs.Pickled {
+		return fmt.Errorf("run_spec is %s, not a __Pickled__ blob", truncate(protocol.String(resp.Get("run_spec"))))
+	}
+	pairs, ok := resp.Get("worker_for").([]any)
+	if !ok {
+		return fmt.Errorf("worker_for is %s, not a list", truncate(protocol.String(resp.Get("worker_for"))))
+	}
+	for i, p := range pairs {
+		pair, ok := p.([]any)
+		if !ok || len(pair) != 2 {
+			return fmt.Errorf("worker_for[%d] is %s, not a [partition, worker] pair", i, truncate(protocol.String(p)))
+		}
+		if _, ok := pair[1].(string); !ok {
+			return fmt.Errorf("worker_for[%d] names worker %s", i, truncate(protocol.String(pair[1])))
+		}
+	}
+	raw, ok := resp.Get("workers").([]any)
+	if !ok || len(raw) == 0 {
+		return fmt.Errorf("workers is %s, not a non-empty list", truncate(protocol.String(resp.Get("workers"))))
+	}
+	workers := make([]string, len(raw))
+	for i, w := range raw {
+		if workers[i], ok = w.(string); !ok {
+			return fmt.Errorf("workers[%d] is %s, not a str", i, truncate(protocol.String(w)))
+		}
+	}
+	st.RunSpec, st.WorkerFor, st.Workers = rs, pairs, workers
+	return nil
+}
+
+// errorInfo takes distributed.core.error_message's fields as they are: the
+// exception and traceback stay opaque Serialized blobs for task-erred.
+func errorInfo(resp *protocol.Map) *scheduler.ErrorInfo {
+	info := &scheduler.ErrorInfo{
+		Exception: resp.Get("exception"),
+		Traceback: resp.Get("traceback"),
+	}
+	info.ExceptionText, _ = resp.Get("exception_text").(string)
+	info.TracebackText, _ = resp.Get("traceback_text").(string)
+	return info
+}

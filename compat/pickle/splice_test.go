@@ -1,0 +1,227 @@
+package pickle
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// spliceCases are made by Python: each a structure pickled with a
+// persistent_id hook over its callables (as the materializer helper does),
+// the table of those callables pickled once each, and the repr of the
+// structure for comparison.
+const makeCases = `
+import io, json, pickle, functools, operator, types
+from distributed.protocol.pickle import dumps as pdumps
+
+def inc(x): return x + 1
+class P(pickle.Pickler):
+    def __init__(self, f, table):
+        super().__init__(f, protocol=5)
+        self.table = table
+    def persistent_id(self, obj):
+        if type(obj) in (types.FunctionType, types.BuiltinFunctionType, functools.partial):
+            ids = [id(o) for o in self.table]
+            if id(obj) not in ids:
+                self.table.append(obj)
+                ids.append(id(obj))
+            return ids.index(id(obj))
+        return None
+
+lam = lambda x: x * 2
+shared_list = [1, 2, 3]
+cases = {
+    "plain": {"a": 1, "b": (2.5, None, True), "c": b"bytes", "d": "text"},
+    "one_function": (inc, 1),
+    "function_twice": (inc, inc, shared_list, shared_list),
+    "memo_after_pid": [lam, "repeated", "repeated", shared_list, shared_list, (lam, shared_list)],
+    "many_memo": [lam] + [("k%d" % i, float(i)) for i in range(400)] + [lam, inc],
+    "builtins": (operator.add, len, functools.partial(operator.mul, 3)),
+    "nested": {"f": [inc, {"g": (lam, inc)}], "s": {1, 2}, "fs": frozenset({3})},
+}
+out = {}
+for name, obj in cases.items():
+    table = []
+    f = io.BytesIO()
+    P(f, table).dump(obj)
+    out[name] = {"spec": f.getvalue().hex(), "objs": [pdumps(o).hex() for o in table]}
+print(json.dumps(out))
+`
+
+const checkCases = `
+import json, sys, pickle
+from distributed.protocol.pickle import loads
+def inc(x): return x + 1
+got = json.loads(sys.stdin.read())
+for name, h in sorted(got.items()):
+    obj = loads(bytes.fromhex(h))
+    def norm(o):
+        if callable(o):
+            try:
+                return ("callable", o(3) if not isinstance(o, type(len)) or o is not len else len([3]))
+            except TypeError:
+                return ("callable", o(3, 4))
+        if isinstance(o, (list, tuple)):
+            return [type(o).__name__] + [norm(x) for x in o]
+        if isinstance(o, dict):
+            return {k: norm(v) for k, v in o.items()}
+        if isinstance(o, (set, frozenset)):
+            return [type(o).__name__] + sorted(o)
+        return o
+    shared = []
+    if name == "function_twice":
+        shared = [obj[0] is obj[1], obj[2] is obj[3]]
+    if name == "memo_after_pid":
+        shared = [obj[0] is obj[5][0], obj[3] is obj[4], obj[4] is obj[5][1]]
+    if name == "many_memo":
+        shared = [obj[0] is obj[401]]
+    print(name, json.dumps(norm(obj), sort_keys=True, default=str)[:300], shared)
+`
+
+func python(t *testing.T, code, stdin string) string {
+	t.Helper()
+	cmd := exec.Command(venvPython(t), "-c", code)
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("python: %v\n%s", err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+type spliceCase struct {
+	Spec string   `json:"spec"`
+	Objs []string `json:"objs"`
+}
+
+func decodeHex(t *testing.T, s string) []byte {
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestSpliceLoadsInPython: every spliced pickle is self-contained, loads in
+// a stock interpreter to the structure that was pickled (callables
+// working), and keeps the sharing of the original: an object referenced
+// twice is one object, including callables and memoized values after a
+// spliced-in load (the memo renumbering, also past 255 entries).
+func TestSpliceLoadsInPython(t *testing.T) {
+	var cases map[string]spliceCase
+	if err := json.Unmarshal([]byte(python(t, makeCases, "")), &cases); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for name, c := range cases {
+		spec := decodeHex(t, c.Spec)
+		objs := make([][]byte, len(c.Objs))
+		for i, o := range c.Objs {
+			objs[i] = decodeHex(t, o)
+		}
+		refs, err := Scan(spec, len(objs))
+		if err != nil {
+			t.Fatalf("%s: scan: %v", name, err)
+		}
+		if (refs > 0) != (len(objs) > 0) {
+			t.Fatalf("%s: %d persistent ids for %d objects", name, refs, len(objs))
+		}
+		got, err := Splice(nil, spec, objs)
+		if err != nil {
+			t.Fatalf("%s: splice: %v", name, err)
+		}
+		if n, err := Scan(got, 0); err != nil || n != 0 {
+			t.Fatalf("%s: spliced pickle has %d persistent ids (%v)", name, n, err)
+		}
+		out[name] = hex.EncodeToString(got)
+	}
+	in, _ := json.Marshal(out)
+	lines := strings.Split(python(t, checkCases, string(in)), "\n")
+	want := map[string]string{
+		"plain":          `plain {"a": 1, "b": ["tuple", 2.5, null, true], "c": "b'bytes'", "d": "text"} []`,
+		"one_function":   `one_function ["tuple", ["callable", 4], 1] []`,
+		"function_twice": `function_twice ["tuple", ["callable", 4], ["callable", 4], ["list", 1, 2, 3], ["list", 1, 2, 3]] [True, True]`,
+		"memo_after_pid": `memo_after_pid ["list", ["callable", 6], "repeated", "repeated", ["list", 1, 2, 3], ["list", 1, 2, 3], ["tuple", ["callable", 6], ["list", 1, 2, 3]]] [True, True, True]`,
+		"builtins":       `builtins ["tuple", ["callable", 7], ["callable", 1], ["callable", 9]] []`,
+		"nested":         `nested {"f": ["list", ["callable", 4], {"g": ["tuple", ["callable", 6], ["callable", 4]]}], "fs": ["frozenset", 3], "s": ["set", 1, 2]} []`,
+	}
+	seen := 0
+	for _, l := range lines {
+		name, _, _ := strings.Cut(l, " ")
+		if name == "many_memo" {
+			if !strings.HasSuffix(l, "[True]") {
+				t.Errorf("many_memo lost sharing past 255 memo entries: %s", l)
+			}
+			seen++
+			continue
+		}
+		if w, ok := want[name]; ok {
+			seen++
+			if l != w {
+				t.Errorf("%s loaded as\n  %s\nwant\n  %s", name, l, w)
+			}
+		}
+	}
+	if seen != len(cases) {
+		t.Fatalf("python checked %d of %d cases:\n%s", seen, len(cases), strings.Join(lines, "\n"))
+	}
+}
+
+// TestScanRejects: what the helper could send that is not a usable spec.
+func TestScanRejects(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		spec  string
+		nobjs int
+		want  string
+	}{
+		{"empty", "", 0, "ends without STOP"},
+		{"no stop", "\x80\x05N", 0, "ends without STOP"},
+		{"unknown opcode", "\x80\x05\xff.", 0, "unknown opcode 0xff"},
+		{"length past end", "\x80\x05X\xff\xff\xff\x7fab.", 0, "runs past the end"},
+		{"8-byte length", "\x80\x05\x8e\xff\xff\xff\xff\xff\xff\xff\xff.", 0, "runs past the end"},
+		{"truncated length", "\x80\x05X\x01", 0, "truncated length"},
+		{"trailing bytes", "\x80\x05N.junk", 0, "after STOP"},
+		{"pid without index", "\x80\x05NQ.", 1, "without an index"},
+		{"negative pid", "\x80\x05J\xff\xff\xff\xffQ.", 1, "without an index"},
+		{"pid out of range", "\x80\x05K\x03Q.", 3, "persistent id 3, the graph has 3 objects"},
+		{"out-of-band buffer", "\x80\x05\x97.", 0, "out-of-band buffer"},
+		{"text persid", "\x80\x02P1\nN.", 1, "text PERSID"},
+		{"unterminated line", "\x80\x02I12", 0, "unterminated"},
+		{"explicit memo with pid", "\x80\x02K\x00Qq\x00.", 1, "explicit memo"},
+		{"explicit memo before pid", "\x80\x02Nq\x000K\x00Q.", 1, "explicit memo"},
+		{"get before memoize with pid", "\x80\x05K\x00Qh\x00.", 1, "memo get before"},
+	} {
+		_, err := Scan([]byte(tc.spec), tc.nobjs)
+		if err == nil || !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want ErrMalformed containing %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// FuzzScanThenSplice: Scan never panics, and Splice succeeds on whatever
+// Scan accepts with persistent ids (TaskSpec.Payload relies on it).
+func FuzzScanThenSplice(f *testing.F) {
+	f.Add([]byte("\x80\x05\x95\x0b\x00\x00\x00\x00\x00\x00\x00K\x00Q\x94h\x00\x86."), 1)
+	f.Add([]byte("\x80\x05(K\x01K\x00Q\x94h\x00\x94h\x01t."), 2)
+	f.Add([]byte("\x80\x05N."), 0)
+	f.Fuzz(func(t *testing.T, spec []byte, nobjs int) {
+		if nobjs < 0 || nobjs > 8 {
+			return
+		}
+		refs, err := Scan(spec, nobjs)
+		if err != nil || refs == 0 { // TaskSpec only splices pickles with references
+			return
+		}
+		objs := make([][]byte, nobjs)
+		for i := range objs {
+			objs[i] = []byte("\x80\x05N.")
+		}
+		if _, err := Splice(nil, spec, objs); err != nil {
+			t.Fatalf("Scan accepted %q, Splice failed: %v", spec, err)
+		}
+	})
+}

@@ -1,0 +1,43 @@
+package compat
+
+import (
+	"daskgo/compat/pickle"
+	"daskgo/protocol"
+)
+
+// objectTable is one graph's callables as the helper pickled them, once
+// each (helper_wire.py, pickle.Splice). It grows while the graph's chunks
+// arrive and is read-only once the graph is handed to the engine; every
+// TaskSpec of the graph that refers to it keeps it alive.
+type objectTable struct {
+	objs [][]byte
+}
+
+// TaskSpec is the run_spec of a task from the helper: its GraphNode pickled
+// with persistent ids for callables, plus the graph's object table. The
+// engine holds this (a few hundred bytes per task) instead of the full
+// pickle; Payload assembles what a worker loads when the task is sent.
+type TaskSpec struct {
+	spec  []byte
+	table *objectTable // nil: spec has no persistent ids and is final
+}
+
+// Payload implements scheduler.RunSpec.
+func (t *TaskSpec) Payload() *protocol.Blob {
+	if t.table == nil {
+		return protocol.NewPickled(t.spec)
+	}
+	out, err := pickle.Splice(make([]byte, 0, len(t.spec)+256), t.spec, t.table.objs)
+	if err != nil {
+		// unreachable: graphBuilder.add rejects a spec that Scan finds
+		// malformed, and Splice fails on nothing Scan accepts. Were it
+		// reached, the worker would fail to load the persistent ids and
+		// report the task erred, naming the pickle error.
+		return protocol.NewPickled(t.spec)
+	}
+	return protocol.NewPickled(out)
+}
+
+// Size is the bytes the spec holds of its own (the shared table not
+// counted).
+func (t *TaskSpec) Size() int { return len(t.spec) }

@@ -1,0 +1,223 @@
+"""The graph path, Go scheduler side by side with the Python scheduler: what
+the scheduler side (the Go process plus its materializer helper, counted
+together) costs from a client's update-graph to tasks running, on stock
+workers (issue 12).
+
+    scripts/bench.sh --workloads graph-path [--repetitions 3] [--graph-path-cases ...]
+
+Cases (the client runs in its own process with its functions in __main__,
+see graph_path_client.py; 2 stock workers x 2 threads with nannies):
+
+    tree-200k  client.get of a 200,006-task tree graph, then a high-priority
+               sentinel task: time until the sentinel's result
+    map-20k    client.map(inc, range(20_000)) + gather
+    tree-40k   a 20,000-leaf tree of additions (40,005 tasks), client.get
+    tree-1m    tree-200k at 1,000,006 tasks (Go only unless
+               --graph-path-1m-python)
+
+Per run: wall time (the client's own, from START to DONE), scheduler CPU
+seconds between those lines for the scheduler process and for its children
+(the helper: live and reaped), and peak RSS sampled every 100 ms of the
+scheduler process, of its children, and of both summed at each instant.
+Runs are interleaved py, go, py, go, ... with a fresh cluster each.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+from procs import BENCH, Sampler, Scheduler, Workers, python_env, stop
+
+NAME = "graph-path"
+# case -> (size argument: leaves of a tree, tasks of the map; smoke size)
+CASES = {
+    "tree-200k": (100_000, 500),
+    "map-20k": (20_000, 300),
+    "tree-40k": (20_000, 300),
+    "tree-1m": (500_000, 1_000),
+}
+DEFAULT_CASES = ("tree-200k", "map-20k", "tree-40k")
+WORKERS, THREADS, MEMORY = 2, 2, 4 * 2**30
+
+
+def tree_tasks(leaves: int) -> int:
+    n, level = leaves, leaves
+    while level > 1:
+        level = (level + 1) // 2
+        n += level
+    return n
+
+
+def tasks_of(case: str, size: int) -> int:
+    return size if case == "map-20k" else tree_tasks(size)
+
+
+def one_run(case: str, kind: str, size: int, tmp: Path, timeout: float, profile: Path | None = None) -> dict:
+    rec = {"case": case, "scheduler": kind, "size": size, "tasks": tasks_of(case, size), "ok": False}
+    sched = Scheduler(kind, {}, tmp, profile=profile).launch()
+    workers = Workers(tmp, sched.scheduler_file, WORKERS, MEMORY, nthreads=THREADS).start()
+    client = None
+    try:
+        sched.wait_ready(60)
+        client = subprocess.Popen(
+            [sys.executable, str(BENCH / "graph_path_client.py"), case, "--scheduler-file",
+             str(sched.scheduler_file), "--size", str(size)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=open(tmp / "client.log", "wb"),
+            env=python_env(), text=True)
+        line = client.stdout.readline().strip()
+        if line != "START":
+            raise RuntimeError(f"client said {line!r} instead of START; see {tmp / 'client.log'}")
+        sampler = Sampler([], sched.proc.pid)
+        own0, helper0 = sampler.scheduler_cpu()
+        sampler.start()
+        deadline = time.monotonic() + timeout
+        line = client.stdout.readline().strip()
+        own1, helper1 = sampler.scheduler_cpu()
+        sampler.stop()
+        sched.snapshot_heap()  # heap.pprof.1: the graph is in
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{case} took over {timeout} s")
+        if not line.startswith("DONE "):
+            raise RuntimeError(f"client said {line!r} instead of DONE; see {tmp / 'client.log'}")
+        got = json.loads(line[5:])
+        rec.update(got)
+        cpu_own, cpu_helper = own1 - own0, max(0.0, helper1 - helper0)
+        rec.update(
+            cpu_s=cpu_own + cpu_helper,
+            scheduler_cpu_s=cpu_own,
+            helper_cpu_s=cpu_helper,
+            cpu_us_per_task=(cpu_own + cpu_helper) / rec["tasks"] * 1e6,
+            peak_rss_bytes=max(sampler.total_rss),
+            scheduler_peak_rss_bytes=max(sampler.scheduler_rss),
+            helper_peak_rss_bytes=max(sampler.helper_rss),
+        )
+        client.stdin.close()
+        client.wait(120)
+    except Exception as e:  # noqa: BLE001 - recorded; fails the exit code
+        rec["ok"] = False
+        rec["error"] = f"{type(e).__name__}: {e}"
+        rec["traceback"] = traceback.format_exc()
+        with (tmp.parent / "failures.log").open("a") as f:
+            f.write(f"=== {case} {kind}\n{rec['traceback']}\n--- scheduler\n{sched.logs()}\n"
+                    f"--- client\n{(tmp / 'client.log').read_text(errors='replace')[-3000:]}\n")
+    finally:
+        if client is not None:
+            stop(client, grace=10)
+        workers.stop()
+        sched.stop()
+    return rec
+
+
+def run_all(tmp: Path, cases: list[str], repetitions: int, smoke: bool, python_1m: bool,
+            timeout: float, on_record=lambda results: None, profile: Path | None = None,
+            schedulers: tuple[str, ...] = ("py", "go")) -> list[dict]:
+    """Interleaved: for each repetition, each case, py then go."""
+    results = []
+    for rep in range(repetitions):
+        for case in cases:
+            size = CASES[case][1 if smoke else 0]
+            kinds = tuple(k for k in schedulers if k == "go" or case != "tree-1m" or python_1m)
+            for kind in kinds:
+                d = Path(tempfile.mkdtemp(prefix=f"{NAME}-{case}-{kind}-{rep}-", dir=tmp))
+                prof = profile / f"{case}-{kind}-{rep}" if profile else None
+                rec = one_run(case, kind, size, d, timeout, prof)
+                rec["repetition"] = rep
+                results.append(rec)
+                on_record(results)
+                print(f"  {NAME} {case:10} {kind} rep {rep}: " + (
+                    f"{rec['wall_s']:7.2f} s  cpu {rec['cpu_s']:6.2f} s (sched {rec['scheduler_cpu_s']:.2f} + "
+                    f"helper {rec['helper_cpu_s']:.2f})  peak RSS {rec['peak_rss_bytes'] / 2**20:6.0f} MiB"
+                    if rec["ok"] else f"FAILED {rec.get('error')}"), flush=True)
+    return results
+
+
+# ---- report ------------------------------------------------------------------
+
+FIELDS = ("wall_s", "cpu_s", "scheduler_cpu_s", "helper_cpu_s", "cpu_us_per_task", "peak_rss_bytes",
+          "scheduler_peak_rss_bytes", "helper_peak_rss_bytes", "client_submit_s")
+
+
+def medians(results: list[dict]) -> dict[tuple[str, str], dict]:
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for r in results:
+        groups.setdefault((r["case"], r["scheduler"]), []).append(r)
+    out = {}
+    for key, runs in groups.items():
+        ok = [r for r in runs if r["ok"]]
+        m = {"runs": len(runs), "ok": len(ok), "tasks": runs[0]["tasks"]}
+        for f in FIELDS:
+            vals = [r[f] for r in ok if r.get(f) is not None]
+            m[f] = statistics.median(vals) if vals else None
+        out[key] = m
+    return out
+
+
+def markdown(results: list[dict], machine: dict) -> str:
+    med = medians(results)
+    cases = list(dict.fromkeys(r["case"] for r in results))
+    mib = 2**20
+    lines = [
+        "# Graph path: Go scheduler + helper vs the Python scheduler",
+        "",
+        f"Command: `{machine.get('command', '')}`  ",
+        f"Machine: {machine.get('machine', '')}, Python {machine.get('python', '')}  ",
+        f"Started: {machine.get('started', '')}; {WORKERS} stock workers x {THREADS} threads with nannies; "
+        "medians of the runs shown (interleaved py, go, py, go, ...).",
+        "",
+        "CPU and RSS are the scheduler side's: for Go, the Go process **plus** its materializer helper "
+        "(CPU summed over the window, RSS summed at each 100 ms sample); each part is shown too. "
+        "Ratios are Go+helper / Python.",
+        "",
+        "| case | tasks | scheduler | runs ok | wall s | CPU s (Go + helper) | CPU µs/task | peak RSS MiB (Go + helper) "
+        "| wall × | CPU × | RSS × |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+
+    def fmt(v, unit=1.0, d=1):
+        return "–" if v is None else f"{v / unit:.{d}f}"
+
+    for case in cases:
+        py = med.get((case, "py"))
+        for kind in ("py", "go"):
+            m = med.get((case, kind))
+            if m is None:
+                continue
+            if kind == "go":
+                cpu = f"{fmt(m['cpu_s'])} ({fmt(m['scheduler_cpu_s'])} + {fmt(m['helper_cpu_s'])})"
+                rss = (f"{fmt(m['peak_rss_bytes'], mib, 0)} ({fmt(m['scheduler_peak_rss_bytes'], mib, 0)} + "
+                       f"{fmt(m['helper_peak_rss_bytes'], mib, 0)})")
+            else:
+                cpu, rss = fmt(m["cpu_s"]), fmt(m["peak_rss_bytes"], mib, 0)
+
+            def ratio(f):
+                if kind != "go" or py is None or not py.get(f) or m.get(f) is None:
+                    return "–"
+                return f"{m[f] / py[f]:.2f}"
+
+            lines.append(f"| {case} | {m['tasks']:,} | {kind} | {m['ok']}/{m['runs']} | {fmt(m['wall_s'])} | {cpu} "
+                         f"| {fmt(m['cpu_us_per_task'])} | {rss} | {ratio('wall_s')} | {ratio('cpu_s')} "
+                         f"| {ratio('peak_rss_bytes')} |")
+    lines += ["", "Every run:", "", "| case | scheduler | rep | ok | wall s | client submit s | CPU s | sched CPU s "
+              "| helper CPU s | peak RSS MiB | sched RSS MiB | helper RSS MiB |",
+              "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in results:
+        lines.append(
+            f"| {r['case']} | {r['scheduler']} | {r.get('repetition', 0)} | {'ok' if r['ok'] else r.get('error')} "
+            f"| {fmt(r.get('wall_s'), 1, 2)} | {fmt(r.get('client_submit_s'), 1, 2)} | {fmt(r.get('cpu_s'), 1, 2)} "
+            f"| {fmt(r.get('scheduler_cpu_s'), 1, 2)} | {fmt(r.get('helper_cpu_s'), 1, 2)} "
+            f"| {fmt(r.get('peak_rss_bytes'), mib, 0)} | {fmt(r.get('scheduler_peak_rss_bytes'), mib, 0)} "
+            f"| {fmt(r.get('helper_peak_rss_bytes'), mib, 0)} |")
+    return "\n".join(lines) + "\n"
+
+
+def write(out: Path, results: list[dict], machine: dict) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{NAME}.json").write_text(json.dumps({"machine": machine, "results": results}, indent=1))
+    (out / f"{NAME}.md").write_text(markdown(results, machine))
