@@ -82,6 +82,8 @@ func (b *BatchedSend) Send(msgs ...any) error {
 // the interval, repeat. On stop it writes what is left (unless aborted).
 func (b *BatchedSend) run() {
 	defer close(b.done)
+	rest := time.NewTimer(b.interval) // one timer, reset per batch
+	defer rest.Stop()
 	for {
 		select {
 		case <-b.wake:
@@ -92,11 +94,10 @@ func (b *BatchedSend) run() {
 		if !b.flush() {
 			return
 		}
-		t := time.NewTimer(b.interval)
+		rest.Reset(b.interval)
 		select {
-		case <-t.C:
+		case <-rest.C:
 		case <-b.stop:
-			t.Stop()
 			b.flush()
 			return
 		}

@@ -38,6 +38,7 @@ type Conn struct {
 	compression    string
 	pickleProtocol int
 
+	raw       *rawIO // reads and writes with raw system calls (Linux TCP); nil: use nc
 	wmu       sync.Mutex
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -52,9 +53,15 @@ const readBufferSize = 64 << 10
 func NewConn(nc net.Conn, opts *Options) *Conn { return newConn(nc, "tcp", opts) }
 
 func newConn(nc net.Conn, scheme string, opts *Options) *Conn {
+	raw := newRawIO(nc)
+	var src io.Reader = nc
+	if raw != nil {
+		src = raw
+	}
 	return &Conn{
 		nc:       nc,
-		r:        bufio.NewReaderSize(nc, readBufferSize),
+		raw:      raw,
+		r:        bufio.NewReaderSize(src, readBufferSize),
 		opts:     opts,
 		limits:   opts.limits(),
 		scheme:   scheme,
@@ -160,7 +167,15 @@ func (c *Conn) writeFrames(frames [][]byte) error {
 	if c.closed.Load() {
 		return fmt.Errorf("write to %s: %w", c.peerAddr, ErrClosed)
 	}
-	if err := protocol.WriteFrames(c.nc, frames); err != nil {
+	var err error
+	if c.raw != nil {
+		bufs := make([][]byte, 0, 1+len(frames))
+		bufs = append(bufs, protocol.FramesHeader(frames))
+		err = c.raw.writeBuffers(append(bufs, frames...))
+	} else {
+		err = protocol.WriteFrames(c.nc, frames)
+	}
+	if err != nil {
 		c.Close()
 		return c.ioError("write to", err)
 	}

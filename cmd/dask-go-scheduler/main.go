@@ -16,7 +16,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -36,12 +35,7 @@ type options struct {
 }
 
 func main() {
-	// The engine allocates little but keeps a large live heap (every task of
-	// every graph); collecting at 4x instead of 2x the live heap halves the
-	// GC's share of scheduler CPU. GOGC in the environment still wins.
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
-	}
+	runtimeDefaults()
 	var o options
 	flag.StringVar(&o.host, "host", "", "URI, IP or hostname to listen on; empty means all interfaces")
 	flag.IntVar(&o.port, "port", 8786, "port to listen on; 0 picks a free port")

@@ -1,0 +1,13 @@
+//go:build !linux
+
+package comm
+
+import "net"
+
+// rawIO is Linux only (rawio_linux.go); elsewhere a Conn uses net.Conn.
+type rawIO struct{}
+
+func newRawIO(net.Conn) *rawIO { return nil }
+
+func (*rawIO) Read([]byte) (int, error)    { panic("unreachable") }
+func (*rawIO) writeBuffers([][]byte) error { panic("unreachable") }
