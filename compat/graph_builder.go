@@ -24,6 +24,9 @@ type graphBuilder struct {
 	final *graphFinal
 }
 
+// maxPresize caps the helper's size hint.
+const maxPresize = 1 << 24
+
 func newGraphBuilder() *graphBuilder {
 	return &graphBuilder{table: &objectTable{}, kinds: map[string]string{}}
 }
@@ -31,6 +34,11 @@ func newGraphBuilder() *graphBuilder {
 // add converts one chunk. Specs are checked here, once, so that sending a
 // task later cannot fail.
 func (b *graphBuilder) add(c graphChunk) error {
+	if b.tasks == nil && c.expected > int64(len(c.tasks)) {
+		// one allocation for the whole graph instead of a copy per doubling
+		// (1.3 s of 12 on a 1M-task graph); the bound keeps a bad hint harmless
+		b.tasks = make([]scheduler.GraphTask, 0, min(c.expected, maxPresize))
+	}
 	b.table.objs = append(b.table.objs, c.objects...)
 	specs := make([]TaskSpec, len(c.tasks)) // one allocation per chunk
 	for i := range c.tasks {

@@ -23,7 +23,8 @@ Answers (helper -> Go) carry the request's "id", "status" ("OK" or
     versions     {"versions": get_versions(), "worker_plugins": {name: pickle},
                   "wire": WIRE_VERSION}
     materialize  one or more graph chunks:
-                  {"objects": [pickle, ...], "tasks": [TASK, ...], "done": bool}
+                  {"objects": [pickle, ...], "tasks": [TASK, ...], "done": bool,
+                   "expected": int}  (an upper bound of the graph's tasks)
                  the last one (done true) also carries
                   {"culled": bool, "explicit_culling": bool, "ordered": bool,
                    "rss": int, "check_order": [int, ...] or None}
@@ -176,11 +177,13 @@ def versions_answer(rid, versions, worker_plugins):
     )
 
 
-def graph_chunk(rid, objects, tasks):
-    return dumps({"id": rid, "status": "OK", "done": False, "objects": objects, "tasks": tasks})
+def graph_chunk(rid, objects, tasks, expected):
+    return dumps(
+        {"id": rid, "status": "OK", "done": False, "objects": objects, "tasks": tasks, "expected": expected}
+    )
 
 
-def graph_done(rid, objects, tasks, *, culled, explicit_culling, ordered, rss, check_order):
+def graph_done(rid, objects, tasks, expected, *, culled, explicit_culling, ordered, rss, check_order):
     return dumps(
         {
             "id": rid,
@@ -188,6 +191,7 @@ def graph_done(rid, objects, tasks, *, culled, explicit_culling, ordered, rss, c
             "done": True,
             "objects": objects,
             "tasks": tasks,
+            "expected": expected,
             "culled": culled,
             "explicit_culling": explicit_culling,
             "ordered": ordered,

@@ -99,9 +99,10 @@ func parseVersionsAnswer(resp *protocol.Map) (versionsAnswer, error) {
 
 // graphChunk is one answer to a materialize request.
 type graphChunk struct {
-	objects [][]byte   // appended to the graph's object table, in order
-	tasks   []wireTask // in the materialized graph's order
-	final   *graphFinal
+	objects  [][]byte   // appended to the graph's object table, in order
+	tasks    []wireTask // in the materialized graph's order
+	expected int64      // an upper bound of the graph's tasks (0: unknown)
+	final    *graphFinal
 }
 
 // wireTask is a task record as it arrived; graphBuilder checks its spec
@@ -128,6 +129,7 @@ type graphFinal struct {
 
 func parseGraphChunk(resp *protocol.Map, done bool) (graphChunk, error) {
 	var c graphChunk
+	c.expected, _ = resp.Get("expected").(int64)
 	objs, ok := resp.Get("objects").([]any)
 	if !ok && resp.Get("objects") != nil {
 		return c, fmt.Errorf("objects is %s, not a list", truncate(protocol.String(resp.Get("objects"))))

@@ -185,6 +185,7 @@ def materialize(req):
     for annotation_type, value in expr.__dask_annotations__().items():
         annotations_by_type.setdefault(annotation_type, {}).update(value)
     explicit_culling = isinstance(expr, LLGExpr)
+    expected = len(dsk)  # lets Go size its arrays once
     del expr
     global_annotations = msg.get("annotations") or {}
     internal_priority = msg.get("internal_priority") or None
@@ -226,7 +227,7 @@ def materialize(req):
             ]
         )
         if len(chunk) >= CHUNK:
-            yield wire.graph_chunk(req.id, table.take_new(), chunk)
+            yield wire.graph_chunk(req.id, table.take_new(), chunk, expected)
             chunk = []
     del nodes, dsk
     check = None
@@ -240,6 +241,7 @@ def materialize(req):
         req.id,
         objects,
         chunk,
+        expected,
         culled=culled,
         explicit_culling=explicit_culling,
         ordered=ordered,

@@ -206,3 +206,51 @@ func TestGarbageStreamKillsHelper(t *testing.T) {
 		}
 	}
 }
+
+// closeRecorder is a stdin that records Close.
+type closeRecorder struct{ closed bool }
+
+func (c *closeRecorder) Write(p []byte) (int, error) { return len(p), nil }
+func (c *closeRecorder) Close() error                { c.closed = true; return nil }
+
+// TestRecyclePolicy: a helper whose RSS after a graph stays more than
+// RecycleAbove over its start takes no new request and has its stdin
+// closed (so it exits) once its last answer is in; below the limit, or
+// with recycling off, nothing happens.
+func TestRecyclePolicy(t *testing.T) {
+	j := materializeJob(1, 10, "")
+	m, inc := fakeMaterializer(t, j)
+	m.cfg.RecycleAbove = 10 << 20
+	stdin := &closeRecorder{}
+	inc.stdin, inc.startRSS = stdin, 100<<20
+
+	m.noteHelperRSS(inc, 105<<20)
+	if inc.retiring || m.Recycled() != 0 {
+		t.Fatal("retired below the limit")
+	}
+	m.noteHelperRSS(inc, 200<<20)
+	if !inc.retiring || m.Recycled() != 1 {
+		t.Fatal("not retiring above the limit")
+	}
+	if stdin.closed || inc.isRetired() {
+		t.Fatal("stdin closed while a request was still owed")
+	}
+	m.mu.Lock()
+	m.queue = append(m.queue, materializeJob(2, 20, ""))
+	m.mu.Unlock()
+	if got := m.take(inc, make(chan struct{})); got != nil {
+		t.Fatal("a retiring helper took a new request")
+	}
+	m.finish(inc, j)
+	if !stdin.closed || !inc.isRetired() {
+		t.Fatal("stdin still open after the last answer")
+	}
+
+	m2, inc2 := fakeMaterializer(t)
+	m2.cfg.RecycleAbove = -1
+	inc2.stdin, inc2.startRSS = &closeRecorder{}, 1
+	m2.noteHelperRSS(inc2, 1<<40)
+	if inc2.retiring {
+		t.Fatal("recycled with RecycleAbove < 0")
+	}
+}

@@ -365,3 +365,28 @@ func TestPythonOrderingMatchesRecording(t *testing.T) {
 		}
 	}
 }
+
+// TestRecycledHelperServesTheNextGraph: with a recycle limit of one byte a
+// helper is replaced after every graph (its first dask.array graph imports
+// modules, so it never shrinks back to its start): each answer still
+// arrives, from a new process, and the replacement is not an error.
+func TestRecycledHelperServesTheNextGraph(t *testing.T) {
+	m := startMaterializer(t, Config{RecycleAbove: 1})
+	first := m.PID()
+	for i := int64(1); i <= 2; i++ {
+		submit(t, m, i, updateGraph(t, "array_sum"))
+		if r := awaitResult(t, m); r.Err != nil || len(r.Tasks) == 0 || r.RequestID != i {
+			t.Fatalf("graph %d: %d tasks, err %+v", i, len(r.Tasks), r.Err)
+		}
+	}
+	if m.Recycled() < 1 {
+		t.Fatal("no helper was recycled")
+	}
+	deadline := time.Now().Add(time.Minute)
+	for m.PID() == first || m.PID() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("helper %d never replaced", first)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -152,9 +152,6 @@ func (s *State) taskToMsg(ts *TaskState) *protocol.Map {
 	if ann == nil {
 		ann = emptyAnnotations
 	}
-	if ts.prioWire == nil {
-		ts.prioWire = ts.priority.wire()
-	}
 	b := &struct {
 		m  protocol.Map
 		es [12]protocol.Entry
@@ -164,7 +161,8 @@ func (s *State) taskToMsg(ts *TaskState) *protocol.Map {
 	es[0] = entry("op", "compute-task")
 	es[1] = entry("key", ts.keyAny)
 	es[2] = entry("run_id", ts.runID)
-	es[3] = entry("priority", ts.prioWire)
+	// built per message, not held per task: most tasks are sent once
+	es[3] = entry("priority", ts.priority.wire())
 	es[4] = entry("stimulus_id", s.computeSIDNow())
 	es[5] = entry("who_has", whoHas)
 	es[6] = entry("nbytes", nbytes)

@@ -86,7 +86,6 @@ type TaskState struct {
 	runSpec  RunSpec
 	kind     string
 	priority priority
-	prioWire any // priority.wire(), built once: priorities never change
 
 	dependencies oset[*TaskState]
 	dependents   oset[*TaskState]
@@ -211,7 +210,6 @@ func (s *State) setNBytes(ts *TaskState, n int64) {
 func (ts *TaskState) setPriority(p priority) {
 	ts.priority = p
 	ts.hasPriority = true
-	ts.prioWire = p.wire()
 }
 
 func (ts *TaskState) addDependency(dts *TaskState) {

@@ -2,6 +2,7 @@
 (compat/runspec_test.go drives it):
 
     runspec_roundtrip.py make DIR    # update-graph messages, as a Client sends them -> DIR/<name>.bin
+    runspec_roundtrip.py make DIR big  # one 100k-task tree (DASKGO_BIG_GRAPH_TASKS) -> DIR/big.bin
     runspec_roundtrip.py check DIR   # DIR/<name>.specs.bin (Go's payloads) vs stock materialization
 
 `make` builds graphs whose nodes cover what a run_spec can hold: functions
@@ -144,6 +145,25 @@ def annotated_graph():
     return expr, None
 
 
+def big_graph(n=int(os.environ.get("DASKGO_BIG_GRAPH_TASKS", "100000"))):
+    """A reduction tree of n / 2 leaves of inc (a __main__ function): what a
+    large client.get sends, for the helper's memory test."""
+    dsk = {("leaf", i): (inc, i) for i in range(n // 2)}
+    level, depth = [("leaf", i) for i in range(n // 2)], 0
+    while len(level) > 1:
+        nxt = []
+        for j in range(0, len(level), 2):
+            k = (f"add-{depth}", j // 2)
+            pair = level[j:j + 2]
+            dsk[k] = (add, *pair) if len(pair) == 2 else (inc, pair[0])
+            nxt.append(k)
+        level, depth = nxt, depth + 1
+    return LLGExpr(dsk), [level[0]]
+
+
+# big is made only when asked for (make DIR big): it is not part of check
+BIG = {"big": big_graph}
+
 GRAPHS = {
     "legacy": legacy_graph,
     "new_style": new_style_graph,
@@ -163,7 +183,7 @@ def flatten_keys(keys):
 
 
 def build(name):
-    expr, keys = GRAPHS[name]()
+    expr, keys = {**GRAPHS, **BIG}[name]()
     if keys is None:
         keys = flatten_keys(expr.__dask_keys__())
     return expr, flatten_keys(keys)
@@ -188,8 +208,9 @@ def read_framed(path):
     return frames
 
 
-def make(out):
-    for name in GRAPHS:
+def make(out, which=None):
+    graphs = BIG if which == "big" else GRAPHS
+    for name in graphs:
         expr, keys = build(name)
         msg = {
             "op": "update-graph",
@@ -204,7 +225,7 @@ def make(out):
             "span_metadata": ToPickle({}),
         }
         write_framed(os.path.join(out, f"{name}.bin"), dumps(msg))
-    print("made", ", ".join(GRAPHS))
+    print("made", ", ".join(graphs))
 
 
 def reference(path):
@@ -309,4 +330,4 @@ def check(out):
 
 
 if __name__ == "__main__":
-    {"make": make, "check": check}[sys.argv[1]](sys.argv[2])
+    {"make": make, "check": check}[sys.argv[1]](*sys.argv[2:])
