@@ -65,3 +65,45 @@ def test_bench_smoke(tmp_path):
     pngs = {p.name for p in out.glob("*.png")}
     assert {f"memory-{w}.png" for w in WORKLOADS} | {"ratios-peak-memory.png", "ratios-runtime.png"} <= pngs
     assert json.loads((out / "timeseries.json").read_text())
+
+
+GRAPH_PATH_FIELDS = {"case", "scheduler", "tasks", "wall_s", "cpu_s", "scheduler_cpu_s", "helper_cpu_s",
+                     "peak_rss_bytes", "scheduler_peak_rss_bytes", "helper_peak_rss_bytes"}
+
+
+@pytest.mark.timeout(330)
+def test_bench_graph_path_smoke(tmp_path):
+    """`scripts/bench.sh --workloads graph-path` at smoke sizes: every case on
+    both schedulers (tree-1m on Go, plus its one Python run), each run
+    verified by the client (sentinel, sums), the scheduler side's CPU and RSS
+    counted with the Go scheduler's helper, and the report written."""
+    out = tmp_path / "results"
+    log = tmp_path / "bench.log"
+    cmd = [str(ROOT / "scripts" / "bench.sh"), "--smoke", "--workloads", "graph-path", "--graph-path-cases",
+           "tree-200k,map-20k,tree-40k,tree-1m", "--graph-path-1m-python", "--results", str(out)]
+    with open(log, "wb") as f:
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT)
+    try:
+        rc = proc.wait(timeout=300)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+        pytest.fail(f"graph-path smoke took over 300 s:\n{log.read_text(errors='replace')[-4000:]}")
+    text = log.read_text(errors="replace")
+    assert rc == 0, f"graph-path smoke exited {rc}:\n{text[-6000:]}"
+    results = json.loads((out / "graph-path.json").read_text())["results"]
+    got = {(r["case"], r["scheduler"]) for r in results}
+    assert got == {(c, s) for c in ("tree-200k", "map-20k", "tree-40k", "tree-1m") for s in ("py", "go")}
+    for r in results:
+        assert r["ok"], r
+        assert GRAPH_PATH_FIELDS <= r.keys(), r
+        assert r["wall_s"] > 0 and r["cpu_s"] > 0 and r["peak_rss_bytes"] > 0, r
+        if r["scheduler"] == "go":  # the helper is counted
+            assert r["helper_cpu_s"] > 0 and r["helper_peak_rss_bytes"] > 0, r
+            assert r["peak_rss_bytes"] >= r["scheduler_peak_rss_bytes"], r
+    md = (out / "graph-path.md").read_text()
+    assert "Go process **plus** its materializer helper" in md and "tree-200k" in md

@@ -12,8 +12,8 @@ see graph_path_client.py; 2 stock workers x 2 threads with nannies):
                sentinel task: time until the sentinel's result
     map-20k    client.map(inc, range(20_000)) + gather
     tree-40k   a 20,000-leaf tree of additions (40,005 tasks), client.get
-    tree-1m    tree-200k at 1,000,006 tasks (Go only unless
-               --graph-path-1m-python)
+    tree-1m    tree-200k at 1,000,006 tasks (Go only; --graph-path-1m-python
+               adds one Python run, in the first repetition)
 
 Per run: wall time (the client's own, from START to DONE), scheduler CPU
 seconds between those lines for the scheduler process and for its children
@@ -123,7 +123,8 @@ def run_all(tmp: Path, cases: list[str], repetitions: int, smoke: bool, python_1
     for rep in range(repetitions):
         for case in cases:
             size = CASES[case][1 if smoke else 0]
-            kinds = tuple(k for k in schedulers if k == "go" or case != "tree-1m" or python_1m)
+            # tree-1m on Python: many minutes and GiB; once, in the first repetition, if asked
+            kinds = tuple(k for k in schedulers if k == "go" or case != "tree-1m" or (python_1m and rep == 0))
             for kind in kinds:
                 d = Path(tempfile.mkdtemp(prefix=f"{NAME}-{case}-{kind}-{rep}-", dir=tmp))
                 prof = profile / f"{case}-{kind}-{rep}" if profile else None

@@ -241,7 +241,7 @@ def parse_args(argv=None):
                     help="with --workloads graph-path: which schedulers (default py,go; go alone is for profiling, "
                          "its results have no ratios)")
     ap.add_argument("--graph-path-1m-python", action="store_true",
-                    help="also run tree-1m on the Python scheduler (many minutes)")
+                    help="also run tree-1m once on the Python scheduler (many minutes)")
     args = ap.parse_args(argv)
     args.workloads = [w for w in args.workloads.split(",") if w]
     args.graph_path = graph_path.NAME in args.workloads
