@@ -230,6 +230,8 @@ def parse_args(argv=None):
     ap.add_argument("--overhead-only", action="store_true", help="only the scheduler-overhead benchmarks")
     ap.add_argument("--array-repetitions", type=int, default=1,
                     help="repetitions of the 200k-task stock-array benchmark (default 1: 18 min per Python run)")
+    ap.add_argument("--array-tasks", type=int, default=None,
+                    help="size of the stock-array benchmark (default about 200k tasks; 4 ms per task here)")
     ap.add_argument("--submit-repetitions", type=int, default=1,
                     help="repetitions of the 1M-task submit benchmark (default 1: minutes and GiB on Python)")
     ap.add_argument("--graph-path-cases", default=",".join(graph_path.DEFAULT_CASES),
@@ -298,6 +300,7 @@ def main(argv=None) -> int:
     if not args.no_overhead:
         over = overhead.run_all(
             tmp, smoke=args.smoke, repetitions=args.repetitions, array_repetitions=args.array_repetitions,
+            array_tasks=args.array_tasks,
             submit_repetitions=args.submit_repetitions,
             on_record=lambda o: report.write(out, records, series, o, machine, with_plots=False))
     if records or over:

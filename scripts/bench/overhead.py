@@ -121,14 +121,14 @@ def zero_worker_runs(kind: str, tmp: Path, smoke: bool) -> list[dict]:
     return out
 
 
-def stock_array_run(kind: str, tmp: Path, smoke: bool) -> dict:
+def stock_array_run(kind: str, tmp: Path, smoke: bool, array_tasks: int | None = None) -> dict:
     """A ~200k-task dask.array graph on 4 stock workers (smoke: 2, without
     nannies), end to end, after an untimed warm-up graph."""
     import dask
     import dask.array as da
     from distributed import Client
 
-    n = SIZES["array"][not smoke] * 31 // 32
+    n = (array_tasks or SIZES["array"][not smoke]) * 31 // 32
     x = da.ones((n,), chunks=1).sum()  # n chunk tasks + a tree of n / 31 additions
     tasks = len(dask.optimize(x)[0].__dask_graph__())
     rec = _record("stock-array", kind, tasks)
@@ -189,7 +189,7 @@ def submit_run(kind: str, tmp: Path, smoke: bool) -> dict:
     return rec
 
 
-def run_all(tmp: Path, smoke: bool, repetitions: int = 1, array_repetitions: int = 1,
+def run_all(tmp: Path, smoke: bool, repetitions: int = 1, array_repetitions: int = 1, array_tasks: int | None = None,
             submit_repetitions: int = 1, on_record=lambda results: None) -> list[dict]:
     """Every overhead benchmark for both schedulers, interleaved py, go, py,
     go, ...: `repetitions` times the zero-worker runs, `array_repetitions`
@@ -198,7 +198,8 @@ def run_all(tmp: Path, smoke: bool, repetitions: int = 1, array_repetitions: int
     GiB each on the Python scheduler). on_record(results so far) after each
     run, so that an interrupted run keeps what it measured."""
     results = []
-    steps = [("zero", zero_worker_runs, repetitions), ("array", stock_array_run, array_repetitions),
+    array = lambda kind, d, smoke: stock_array_run(kind, d, smoke, array_tasks)  # noqa: E731
+    steps = [("zero", zero_worker_runs, repetitions), ("array", array, array_repetitions),
              ("submit", submit_run, submit_repetitions)]
     for label, fn, reps in steps:
         for rep, kind in ((r, k) for r in range(reps) for k in ("py", "go")):
