@@ -3,8 +3,9 @@
 //
 //   - the graph materializer (materializer*.go): a long-lived Python helper
 //     process that turns a client's update-graph op into per-task facts, the
-//     way distributed's Scheduler.update_graph / _materialize_graph / _cull
-//     and dask.order do it; it also runs the Python half of P2P shuffles
+//     way distributed's Scheduler.update_graph / _materialize_graph do it;
+//     graph_builder.go then culls (_cull) and orders (scheduler/order, the Go
+//     port of dask.order) in Go; it also runs the Python half of P2P shuffles
 //     (materializer_shuffle.go: the ShuffleWorkerPlugin pickle for
 //     register-worker, and shuffle_run, which builds a run's
 //     ShuffleRunSpec);
@@ -23,8 +24,11 @@
 // Both pipes carry dask-framed messages (u64 N, u64 nframes, u64 lengths,
 // frames) made by protocol.Encode on the Go side and by
 // distributed.protocol.dumps on the Python side, so the __Serialized__ and
-// __Pickled__ blobs of update-graph are relayed byte for byte and the
-// per-task run_specs come back as __Pickled__ blobs ready for compute-task.
+// __Pickled__ blobs of update-graph are relayed byte for byte. Every kind of
+// request and answer is typed in helper_wire.py and helperwire.go. A task's
+// run_spec comes back as its GraphNode pickled with persistent ids for its
+// callables, each callable pickled once per graph into an object table;
+// TaskSpec splices them back (compat/pickle) when the task is sent.
 //
 // Invariants:
 //   - Requests are answered in submission order; every Submit yields exactly

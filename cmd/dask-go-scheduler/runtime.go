@@ -13,8 +13,9 @@ import (
 // engine loop -> batched writer) may wake another thread to steal it; on
 // the 20k-task client.map with workers pacing tasks like stock ones
 // (dask-go-zero-worker --task-duration 2ms) that cost about a quarter of the
-// scheduler's CPU (142 vs 196 µs per task, medians of 3, raw socket I/O in
-// both; futex calls fell from 10.9k to 4.5k per 5 s with one P). The engine
+// scheduler's CPU (138 vs 202 µs per task, medians of 3, raw socket I/O in
+// both; before raw I/O, futex calls fell from 10.9k to 4.5k per 5 s with
+// one P). The engine
 // is one goroutine anyway, as the Python scheduler is one thread.
 //
 // GOGC stays at Go's 100. It used to be 400 (less GC on zero-worker runs),

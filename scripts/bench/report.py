@@ -104,7 +104,7 @@ OVERHEAD_FIELDS = ("tasks", "wall_s", "tasks_per_s", "cpu_us_per_task", "helper_
 def overhead_table(over: list[dict]) -> list[str]:
     lines = [
         "| benchmark | scheduler | tasks | wall s | tasks/s | CPU µs/task: scheduler + helper | × py "
-        "| first task s | peak RSS MiB: scheduler + helper | × py | ok/runs |",
+        "| first task s | peak RSS MiB of scheduler + helper (each one's own peak) | × py | ok/runs |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     med = group_medians(with_side_totals(over), ("benchmark", "scheduler"), OVERHEAD_FIELDS)
@@ -118,8 +118,8 @@ def overhead_table(over: list[dict]) -> list[str]:
             f"| {fmt(m['side_cpu_us_per_task'], 1, 1)} = {fmt(m['cpu_us_per_task'], 1, 1)} + "
             f"{fmt(m['helper_cpu_us_per_task'], 1, 1)} "
             f"| {ratio(m['side_cpu_us_per_task'], py.get('side_cpu_us_per_task'))} | {fmt(m['first_task_s'], 1)} "
-            f"| {fmt(m['side_peak_rss_bytes'], MiB, 0)} = {fmt(m['scheduler_peak_rss_bytes'], MiB, 0)} + "
-            f"{fmt(m['helper_peak_rss_bytes'], MiB, 0)} "
+            f"| {fmt(m['side_peak_rss_bytes'], MiB, 0)} ({fmt(m['scheduler_peak_rss_bytes'], MiB, 0)}, "
+            f"{fmt(m['helper_peak_rss_bytes'], MiB, 0)}) "
             f"| {ratio(m['side_peak_rss_bytes'], py.get('side_peak_rss_bytes'))} | {m['ok']}/{m['runs']} |")
     return lines
 
