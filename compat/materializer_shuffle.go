@@ -7,7 +7,8 @@ import (
 	"daskgo/scheduler"
 )
 
-// The P2P side of the helper (dask-protocol.md §3.5 items 3 and 4): the
+// The P2P side of the helper (distributed/shuffle/_scheduler_plugin.py:
+// ShuffleSchedulerPlugin.start and _create): the
 // worker plugin pickle, made once per helper start, and shuffle_run, which
 // runs the Python methods of a shuffle's spec (output_partitions,
 // pick_worker) and pickles the ShuffleRunSpec that workers load. The engine

@@ -46,7 +46,9 @@ distributed:
 `
 
 // SchedulerSettings are the dask configuration values that shape the
-// scheduler's behaviour (dask-protocol.md §6.13), typed and validated.
+// scheduler's behaviour (the distributed.scheduler.* and distributed.comm.*
+// keys of distributed/distributed.yaml that SchedulerState.__init__ and
+// distributed/comm read), typed and validated.
 type SchedulerSettings struct {
 	// WorkerSaturation: queued root tasks per worker thread; +Inf disables
 	// queuing (distributed.scheduler.worker-saturation).

@@ -24,6 +24,8 @@
 //     as they are. PayloadFrames/MergeSplitFrames read Python-made payloads
 //     when the scheduler must look inside.
 //
-// See ../shared/dask-protocol.md §1 for the format and the Python code it
-// mirrors.
+// The Python code it mirrors: distributed/comm/tcp.py (framing: TCP.read,
+// TCP.write), distributed/protocol/core.py (dumps, loads, msgpack_encode_default,
+// msgpack_decode_default) and distributed/protocol/serialize.py (Serialize,
+// Pickled, merge_and_deserialize).
 package protocol

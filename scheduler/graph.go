@@ -10,7 +10,8 @@ import (
 
 // Graph submission: update-graph goes to the materializer helper; its
 // answer (GraphMaterialized) is applied as Scheduler.update_graph does after
-// materialization (dask-protocol.md §3.2 steps 5-10). While a client's graph
+// materialization (distributed/scheduler.py: Scheduler.update_graph from
+// _find_lost_dependencies on, and _create_taskstate_from_graph). While a client's graph
 // is in the helper, its later stream stimuli are held, so that e.g. a
 // client-releases-keys never overtakes the graph that creates the keys.
 

@@ -15,7 +15,8 @@ func mustKey(t *testing.T, v any) protocol.Key {
 	return key
 }
 
-// Cases from dask's doctests and dask-protocol.md §3.3 (observed keys).
+// Cases from the doctests of dask.utils.key_split and keys seen from
+// stock clients (dask.array, dask.dataframe, delayed, futures).
 func TestKeySplit(t *testing.T) {
 	cases := []struct {
 		key  any

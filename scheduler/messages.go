@@ -9,7 +9,9 @@ import (
 // Builders of every message the engine sends. Field sets and order are
 // exact: a stock worker builds dataclasses from these dicts (an extra or
 // missing field kills it) and client handlers drop messages with unknown
-// fields (dask-protocol.md §3.4, §4.1, §4.4).
+// fields (distributed/scheduler.py: _task_to_msg, report, the worker's
+// stream handlers in distributed/worker.py and worker_state_machine.py
+// ComputeTaskEvent and friends, the client's handlers in client.py).
 
 func msgFreeKeys(keys []protocol.Key, sid string) *protocol.Map {
 	return map3("op", "free-keys", "keys", keys, "stimulus_id", sid)

@@ -3,7 +3,9 @@ package scheduler
 import "math"
 
 // Placement of root-ish tasks: the big groups with few dependencies whose
-// tasks would all end up everywhere anyway (dask-protocol.md §6.5, §6.6).
+// tasks would all end up everywhere anyway (distributed/scheduler.py:
+// SchedulerState.is_rootish, decide_worker_rootish_queuing_disabled and
+// decide_worker_rootish_queuing_enabled).
 
 // isRootish mirrors SchedulerState.is_rootish.
 func (s *State) isRootish(ts *TaskState) bool {

@@ -6,8 +6,9 @@ import (
 )
 
 // Placement of ordinary tasks: near their data, within their restrictions
-// (dask-protocol.md §6.7). The stages mirror decide_worker_non_rootish,
-// valid_workers and decide_worker.
+// (distributed/scheduler.py: SchedulerState.decide_worker_non_rootish,
+// valid_workers, and the module function decide_worker). The stages mirror
+// those functions.
 
 // decideWorkerNonRootish mirrors SchedulerState.decide_worker_non_rootish.
 func (s *State) decideWorkerNonRootish(ts *TaskState) *WorkerState {

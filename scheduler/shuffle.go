@@ -10,8 +10,7 @@ import (
 )
 
 // P2P shuffle and rechunk: the scheduler half of distributed's
-// ShuffleSchedulerPlugin (distributed/shuffle/_scheduler_plugin.py,
-// dask-protocol.md §5). Workers exchange the shards among themselves; the
+// ShuffleSchedulerPlugin (distributed/shuffle/_scheduler_plugin.py). Workers exchange the shards among themselves; the
 // scheduler only hands out runs (which worker owns which output partition),
 // runs the barrier, pins output tasks to their owners, and fails and
 // restarts a shuffle when a participant leaves.
@@ -81,8 +80,8 @@ type ShuffleRunCreated struct {
 
 // ---- outputs ---------------------------------------------------------------
 
-// ShuffleRunRequest asks the helper to build a run (dask-protocol.md §3.5
-// shuffle_run): ShuffleSpec.pick_worker over Workers for every output
+// ShuffleRunRequest asks the helper to build a run (its shuffle_run, the
+// Python half of ShuffleSchedulerPlugin._create): ShuffleSpec.pick_worker over Workers for every output
 // partition not in Existing, then ShuffleRunSpec with RunID.
 type ShuffleRunRequest struct {
 	ShuffleID string

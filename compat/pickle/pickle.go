@@ -4,8 +4,9 @@
 // unpickles anything; user data passes through as opaque blobs.
 //
 // The pickles are written with github.com/kisielk/og-rek (pickle protocol 2,
-// which every Python 3 loads) as GLOBAL + REDUCE calls only; see
-// dask-protocol.md §7.
+// which every Python 3 loads) as GLOBAL + REDUCE calls only: an exception
+// is its class called with its args, as BaseException.__reduce__ has it
+// (distributed/scheduler.py raises KilledWorker and the others this way).
 package pickle
 
 import (

@@ -13,7 +13,7 @@ import (
 )
 
 // The P2P shuffle RPCs of distributed's ShuffleSchedulerPlugin
-// (dask-protocol.md §5). The engine owns the runs (scheduler/shuffle.go);
+// (distributed/shuffle/_scheduler_plugin.py). The engine owns the runs (scheduler/shuffle.go);
 // these handlers decode the requests, wait for the engine's reply, and make
 // the one call the engine cannot: the barrier's shuffle_inputs_done round
 // to every participant.
