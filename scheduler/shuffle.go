@@ -12,9 +12,9 @@ import (
 // P2P shuffle and rechunk: the scheduler half of distributed's
 // ShuffleSchedulerPlugin (distributed/shuffle/_scheduler_plugin.py).
 // Workers exchange the shards among themselves; the scheduler only hands out
-// runs (which worker owns which output partition),
-// runs the barrier, pins output tasks to their owners, and fails and
-// restarts a shuffle when a participant leaves.
+// runs (which worker owns which output partition), runs the barrier, pins
+// output tasks to their owners, and fails and restarts a shuffle when a
+// participant leaves.
 //
 // Python objects stay in the helper: a run's ShuffleRunSpec pickle and its
 // partition -> worker map come from the materializer's shuffle_run op
