@@ -169,9 +169,7 @@ func (c *Conn) writeFrames(frames [][]byte) error {
 	}
 	var err error
 	if c.raw != nil {
-		bufs := make([][]byte, 0, 1+len(frames))
-		bufs = append(bufs, protocol.FramesHeader(frames))
-		err = c.raw.writeBuffers(append(bufs, frames...))
+		err = c.raw.writeBuffers(protocol.FrameBuffers(frames))
 	} else {
 		err = protocol.WriteFrames(c.nc, frames)
 	}

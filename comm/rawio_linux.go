@@ -67,10 +67,10 @@ func (r *rawIO) Read(p []byte) (int, error) {
 
 // writeBuffers writes every byte of bufs with writev(2), as many calls as
 // the socket needs.
-func (r *rawIO) writeBuffers(bufs [][]byte) error {
+func (r *rawIO) writeBuffers(bufs net.Buffers) error {
 	r.iov = r.iov[:0]
 	for _, b := range bufs {
-		if len(b) > 0 {
+		if len(b) > 0 { // an empty one has no &b[0]
 			r.iov = append(r.iov, syscall.Iovec{Base: &b[0], Len: uint64(len(b))})
 		}
 	}

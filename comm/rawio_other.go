@@ -9,5 +9,5 @@ type rawIO struct{}
 
 func newRawIO(net.Conn) *rawIO { return nil }
 
-func (*rawIO) Read([]byte) (int, error)    { panic("unreachable") }
-func (*rawIO) writeBuffers([][]byte) error { panic("unreachable") }
+func (*rawIO) Read([]byte) (int, error)       { panic("unreachable") }
+func (*rawIO) writeBuffers(net.Buffers) error { panic("unreachable") }

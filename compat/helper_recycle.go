@@ -15,7 +15,7 @@ import (
 // queued requests wait for.
 
 // noteHelperRSS applies the recycle policy after a graph answer; rss is the
-// helper's own report, after freeing the graph.
+// helper's RSS once it has freed the graph.
 func (m *Materializer) noteHelperRSS(inc *incarnation, rss int64) {
 	if m.cfg.RecycleAbove < 0 || rss <= 0 || inc.startRSS <= 0 || rss-inc.startRSS <= m.cfg.RecycleAbove {
 		return

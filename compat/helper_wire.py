@@ -27,7 +27,7 @@ Answers (helper -> Go) carry the request's "id", "status" ("OK" or
                    "expected": int}  (an upper bound of the graph's tasks)
                  the last one (done true) also carries
                   {"culled": bool, "explicit_culling": bool, "ordered": bool,
-                   "rss": int, "check_order": [int, ...] or None}
+                   "check_order": [int, ...] or None}
     shuffle_run  {"run_spec": <pickled ShuffleRunSpec>, "worker_for":
                   [[partition, worker], ...], "workers": [...]}
     error        {"status": "error", "done": true, **error_message(e)}
@@ -177,28 +177,12 @@ def versions_answer(rid, versions, worker_plugins):
     )
 
 
-def graph_chunk(rid, objects, tasks, expected):
-    return dumps(
-        {"id": rid, "status": "OK", "done": False, "objects": objects, "tasks": tasks, "expected": expected}
-    )
-
-
-def graph_done(rid, objects, tasks, expected, *, culled, explicit_culling, ordered, rss, check_order):
-    return dumps(
-        {
-            "id": rid,
-            "status": "OK",
-            "done": True,
-            "objects": objects,
-            "tasks": tasks,
-            "expected": expected,
-            "culled": culled,
-            "explicit_culling": explicit_culling,
-            "ordered": ordered,
-            "rss": rss,
-            "check_order": check_order,
-        }
-    )
+def graph_chunk(rid, objects, tasks, expected, final=None):
+    """One chunk of a materialize answer; final (the last chunk's fields:
+    culled, explicit_culling, ordered, check_order) makes it the last."""
+    msg = {"id": rid, "status": "OK", "done": final is not None, "objects": objects, "tasks": tasks,
+           "expected": expected}
+    return dumps({**msg, **(final or {})})
 
 
 def shuffle_run_answer(rid, run_spec, worker_for, workers):

@@ -123,7 +123,6 @@ type graphFinal struct {
 	culled          bool    // the helper culled (ordering=python)
 	explicitCulling bool    // an LLGExpr: Go culls to what the keys reach, unless culled
 	ordered         bool    // every task carries its priority
-	rss             int64   // the helper's RSS after freeing the graph
 	checkOrder      []int64 // dask.order's priorities for the check, or nil
 }
 
@@ -155,7 +154,6 @@ func parseGraphChunk(resp *protocol.Map, done bool) (graphChunk, error) {
 		f.culled, _ = resp.Get("culled").(bool)
 		f.explicitCulling, _ = resp.Get("explicit_culling").(bool)
 		f.ordered, _ = resp.Get("ordered").(bool)
-		f.rss, _ = resp.Get("rss").(int64)
 		if co, ok := resp.Get("check_order").([]any); ok {
 			f.checkOrder = make([]int64, len(co))
 			for i, o := range co {

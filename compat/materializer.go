@@ -285,18 +285,17 @@ func (m *Materializer) supervise(inc *incarnation) {
 		if m.isClosed() {
 			return
 		}
-		switch {
-		case inc.isRetired():
+		retired := inc.isRetired()
+		if retired {
 			m.log.Info().Int("helper_pid", inc.pid).Str("status", status).Msg("materializer helper recycled for its memory")
-			backoff = minBackoff
-		case m.cfg.Now().Sub(started) >= minUptime:
+		} else {
 			m.log.Error().Int("helper_pid", inc.pid).Str("status", status).Msg("materializer helper exited; restarting it")
+		}
+		if retired || m.cfg.Now().Sub(started) >= minUptime {
 			backoff = minBackoff
-		default:
-			m.log.Error().Int("helper_pid", inc.pid).Str("status", status).Msg("materializer helper exited; restarting it")
-			if !m.sleep(backoff) {
-				return
-			}
+		} else if !m.sleep(backoff) {
+			return
+		} else {
 			backoff = min(2*backoff, maxBackoff)
 		}
 		var ok bool

@@ -237,17 +237,8 @@ def materialize(req):
     objects = table.take_new()
     del table, pickler
     release_memory()
-    yield wire.graph_done(
-        req.id,
-        objects,
-        chunk,
-        expected,
-        culled=culled,
-        explicit_culling=explicit_culling,
-        ordered=ordered,
-        rss=rss_bytes(),
-        check_order=check,
-    )
+    final = {"culled": culled, "explicit_culling": explicit_culling, "ordered": ordered, "check_order": check}
+    yield wire.graph_chunk(req.id, objects, chunk, expected, final)
 
 
 def converted(dsk):
@@ -354,15 +345,6 @@ def _find_malloc_trim():
 
 
 _malloc_trim = _find_malloc_trim() if sys.platform.startswith("linux") else None
-
-
-def rss_bytes():
-    """This process's resident set size, 0 if unknown."""
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return 0
 
 
 def worker_plugins():

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"daskgo/compat/venv"
 	"daskgo/protocol"
 	"daskgo/scheduler"
 )
@@ -24,19 +25,6 @@ import (
 // update-graph messages recorded from a stock Client by
 // testdata/capture_update_graph.py, and compare its answers with what a stock
 // Python scheduler made of the same messages (testdata/update_graph/*.expect.bin).
-
-// testPython is the virtualenv interpreter; its absence fails the test.
-func testPython(t testing.TB) string {
-	t.Helper()
-	p, err := filepath.Abs("../.venv/bin/python")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("materializer tests need the project virtualenv at %s (run scripts/setup.sh): %v", p, err)
-	}
-	return p
-}
 
 // testLogger writes to the test log, so helper stderr shows up on failure.
 func testLogger(t testing.TB) zerolog.Logger {
@@ -52,7 +40,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 
 func startMaterializer(t *testing.T, cfg Config) *Materializer {
 	t.Helper()
-	cfg.Python = testPython(t)
+	cfg.Python = venv.Python(t)
 	cfg.Log = testLogger(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -210,7 +198,7 @@ var (
 // chunked answers. TestMain closes it.
 func sharedMaterializer(t *testing.T) *Materializer {
 	t.Helper()
-	py := testPython(t)
+	py := venv.Python(t)
 	sharedOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
@@ -244,7 +232,7 @@ func runPython(t *testing.T, v any, code string) string {
 	if err := protocol.WriteFrames(&in, frames); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(testPython(t), "-c", `
+	cmd := exec.Command(venv.Python(t), "-c", `
 import struct, sys
 from distributed.protocol import loads
 b = sys.stdin.buffer.read()

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"daskgo/protocol"
-	"daskgo/scheduler"
 )
 
 // handleResponse routes one helper answer to the request it answers.
@@ -103,7 +102,8 @@ func (m *Materializer) finishGraph(inc *incarnation, j *job) {
 		m.fail(j, fmt.Sprintf("materialized graph: %v", err))
 		return
 	}
-	m.noteHelperRSS(inc, b.final.rss)
+	// the helper sends its last chunk after freeing the graph
+	m.noteHelperRSS(inc, processRSS(inc.pid))
 	if chk.checked {
 		m.mu.Lock()
 		m.orderChecks++
@@ -140,5 +140,3 @@ func truncate(s string) string {
 	}
 	return s[:max] + "..."
 }
-
-var _ scheduler.RunSpec = (*TaskSpec)(nil)

@@ -63,7 +63,6 @@ func chunk(id int64, done bool, tasks ...any) *protocol.Map {
 		m.Set("culled", true)
 		m.Set("ordered", true)
 		m.Set("explicit_culling", false)
-		m.Set("rss", int64(0))
 		m.Set("check_order", nil)
 	}
 	return m

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"daskgo/compat/venv"
 	"daskgo/protocol"
 	"daskgo/scheduler"
 )
@@ -32,7 +33,7 @@ for f in frames:
 
 func pickledBarrier(t *testing.T) (barrier, plain *protocol.Blob) {
 	t.Helper()
-	cmd := exec.Command(testPython(t), "-c", barrierScript)
+	cmd := exec.Command(venv.Python(t), "-c", barrierScript)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	raw, err := cmd.Output()

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"daskgo/compat/venv"
 	"daskgo/protocol"
 	"daskgo/scheduler"
 )
@@ -327,7 +328,7 @@ func TestStartFailsClearly(t *testing.T) {
 		t.Fatalf("missing interpreter: %v", err)
 	}
 	// An interpreter without distributed: the error carries its stderr.
-	_, err = Start(context.Background(), Config{Python: testPython(t), Env: []string{"PYTHONPATH=" + mustAbs(t, "testdata/broken_env")}})
+	_, err = Start(context.Background(), Config{Python: venv.Python(t), Env: []string{"PYTHONPATH=" + mustAbs(t, "testdata/broken_env")}})
 	if err == nil || !strings.Contains(err.Error(), "did not start") || !strings.Contains(err.Error(), "broken environment for the test") {
 		t.Fatalf("broken environment: %v", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"daskgo/compat/pickle"
+	"daskgo/compat/venv"
 	"daskgo/protocol"
 )
 
@@ -26,7 +27,7 @@ func TestRunSpecRoundTrip(t *testing.T) {
 	}
 	script := mustAbs(t, "testdata/runspec_roundtrip.py")
 	py := func(args ...string) string {
-		cmd := exec.Command(testPython(t), append([]string{script}, args...)...)
+		cmd := exec.Command(venv.Python(t), append([]string{script}, args...)...)
 		cmd.Dir = dir // the client's __main__ must not be importable by the helper
 		// the shared helper runs with PYTHONHASHSEED=0, and materializing
 		// is hash-dependent (GraphNode.fuse sorts external keys by hash):
@@ -91,7 +92,7 @@ func TestRunSpecRoundTrip(t *testing.T) {
 // or more above that (the graph streams through: it is never held whole).
 func TestHelperMemoryReturnsAfterAGraph(t *testing.T) {
 	dir := t.TempDir()
-	cmd := exec.Command(testPython(t), mustAbs(t, "testdata/runspec_roundtrip.py"), "make", dir, "big")
+	cmd := exec.Command(venv.Python(t), mustAbs(t, "testdata/runspec_roundtrip.py"), "make", dir, "big")
 	cmd.Dir = dir
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("make big graph: %v\n%s", err, out)

@@ -12,8 +12,9 @@ import (
 
 // defaultsYAML holds the defaults of the keys SchedulerSettings reads, with
 // distributed/distributed.yaml's values (2026.8.0) and spelling, plus our
-// own root-task-co-assignment, task-ordering and task-ordering-check keys. Being YAML, it takes part in dask's
-// "_"/"-" canonicalization exactly as distributed.yaml does.
+// own root-task-co-assignment, task-ordering and task-ordering-check keys.
+// Being YAML, it takes part in dask's "_"/"-" canonicalization exactly as
+// distributed.yaml does.
 const defaultsYAML = `
 distributed:
   scheduler:

@@ -3,6 +3,7 @@ package compat
 import (
 	"daskgo/compat/pickle"
 	"daskgo/protocol"
+	"daskgo/scheduler"
 )
 
 // objectTable is one graph's callables as the helper pickled them, once
@@ -21,6 +22,8 @@ type TaskSpec struct {
 	spec  []byte
 	table *objectTable // nil: spec has no persistent ids and is final
 }
+
+var _ scheduler.RunSpec = (*TaskSpec)(nil)
 
 // Payload implements scheduler.RunSpec.
 func (t *TaskSpec) Payload() *protocol.Blob {

@@ -179,6 +179,14 @@ func FramesHeader(frames [][]byte) []byte {
 // WriteFrames writes one message with a single vectored write (writev on
 // TCP), so large blobs are sent from where they lie, never copied.
 func WriteFrames(w io.Writer, frames [][]byte) error {
+	bufs := FrameBuffers(frames)
+	_, err := bufs.WriteTo(w)
+	return err
+}
+
+// FrameBuffers is one message as the buffers of a vectored write: the
+// header, then the non-empty frames in place.
+func FrameBuffers(frames [][]byte) net.Buffers {
 	bufs := make(net.Buffers, 0, 1+len(frames))
 	bufs = append(bufs, FramesHeader(frames))
 	for _, f := range frames {
@@ -186,6 +194,5 @@ func WriteFrames(w io.Writer, frames [][]byte) error {
 			bufs = append(bufs, f)
 		}
 	}
-	_, err := bufs.WriteTo(w)
-	return err
+	return bufs
 }

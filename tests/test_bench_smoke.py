@@ -24,25 +24,33 @@ RECORD_FIELDS = {"workload", "configuration", "repetition", "wall_s", "peak_memo
                  "transferred_bytes", "spilled_bytes", "scheduler_cpu_s", "scheduler_peak_rss_bytes"}
 
 
-@pytest.mark.timeout(330)
-def test_bench_smoke(tmp_path):
+def run_bench(tmp_path, *args: str) -> Path:
+    """Run scripts/bench.sh --smoke ARGS into tmp_path/results within 300 s
+    (stopped by SIGTERM, which makes the harness stop its clusters, then
+    SIGKILL) and require exit 0; returns the results directory."""
     out = tmp_path / "results"
     log = tmp_path / "bench.log"
     with open(log, "wb") as f:
-        proc = subprocess.Popen([str(ROOT / "scripts" / "bench.sh"), "--smoke", "--results", str(out)],
+        proc = subprocess.Popen([str(ROOT / "scripts" / "bench.sh"), "--smoke", *args, "--results", str(out)],
                                 cwd=ROOT, stdout=f, stderr=subprocess.STDOUT)
     try:
         rc = proc.wait(timeout=300)
     except subprocess.TimeoutExpired:
-        proc.send_signal(signal.SIGTERM)  # the harness stops its clusters on SIGTERM
+        proc.send_signal(signal.SIGTERM)
         try:
             proc.wait(20)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(5)
-        pytest.fail(f"bench.sh --smoke took over 300 s:\n{log.read_text(errors='replace')[-4000:]}")
+        pytest.fail(f"bench.sh --smoke {' '.join(args)} took over 300 s:\n{log.read_text(errors='replace')[-4000:]}")
     text = log.read_text(errors="replace")
-    assert rc == 0, f"bench.sh --smoke exited {rc}:\n{text[-6000:]}"
+    assert rc == 0, f"bench.sh --smoke {' '.join(args)} exited {rc}:\n{text[-6000:]}"
+    return out
+
+
+@pytest.mark.timeout(330)
+def test_bench_smoke(tmp_path):
+    out = run_bench(tmp_path)
 
     records = json.loads((out / "latest.json").read_text())
     got = {(r["workload"], r["configuration"]) for r in records}
@@ -77,24 +85,8 @@ def test_bench_graph_path_smoke(tmp_path):
     both schedulers (tree-1m on Go, plus its one Python run), each run
     verified by the client (sentinel, sums), the scheduler side's CPU and RSS
     counted with the Go scheduler's helper, and the report written."""
-    out = tmp_path / "results"
-    log = tmp_path / "bench.log"
-    cmd = [str(ROOT / "scripts" / "bench.sh"), "--smoke", "--workloads", "graph-path", "--graph-path-cases",
-           "tree-200k,map-20k,tree-40k,tree-1m", "--graph-path-1m-python", "--results", str(out)]
-    with open(log, "wb") as f:
-        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT)
-    try:
-        rc = proc.wait(timeout=300)
-    except subprocess.TimeoutExpired:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-        pytest.fail(f"graph-path smoke took over 300 s:\n{log.read_text(errors='replace')[-4000:]}")
-    text = log.read_text(errors="replace")
-    assert rc == 0, f"graph-path smoke exited {rc}:\n{text[-6000:]}"
+    out = run_bench(tmp_path, "--workloads", "graph-path", "--graph-path-cases",
+                    "tree-200k,map-20k,tree-40k,tree-1m", "--graph-path-1m-python")
     results = json.loads((out / "graph-path.json").read_text())["results"]
     got = {(r["case"], r["scheduler"]) for r in results}
     assert got == {(c, s) for c in ("tree-200k", "map-20k", "tree-40k", "tree-1m") for s in ("py", "go")}

@@ -2,26 +2,13 @@ package pickle
 
 import (
 	"encoding/hex"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
+	"daskgo/compat/venv"
 	"daskgo/protocol"
 )
-
-// venvPython is the project's interpreter; scripts/setup.sh creates it before
-// go test runs, so its absence is a broken setup, not a reason to skip.
-func venvPython(t *testing.T) string {
-	_, file, _, _ := runtime.Caller(0)
-	py := filepath.Join(filepath.Dir(file), "..", "..", ".venv", "bin", "python")
-	if _, err := os.Stat(py); err != nil {
-		t.Fatalf("project virtualenv missing (%v): run scripts/setup.sh", err)
-	}
-	return py
-}
 
 // unpickle loads each hex pickle with the stock interpreter and returns
 // type name and str() per pickle, one line each.
@@ -37,7 +24,7 @@ for h in sys.argv[1:]:
     obj = pickle.loads(bytes.fromhex(h))
     print(type(obj).__module__ + "." + type(obj).__name__ + "|" + str(obj).replace("\n", " "))
 `
-	out, err := exec.Command(venvPython(t), append([]string{"-c", script}, args...)...).CombinedOutput()
+	out, err := exec.Command(venv.Python(t), append([]string{"-c", script}, args...)...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("python unpickle: %v\n%s", err, out)
 	}

@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"daskgo/compat/venv"
 )
 
 // spliceCases are made by Python: each a structure pickled with a
@@ -83,7 +85,7 @@ for name, h in sorted(got.items()):
 
 func python(t *testing.T, code, stdin string) string {
 	t.Helper()
-	cmd := exec.Command(venvPython(t), "-c", code)
+	cmd := exec.Command(venv.Python(t), "-c", code)
 	cmd.Stdin = strings.NewReader(stdin)
 	out, err := cmd.CombinedOutput()
 	if err != nil {

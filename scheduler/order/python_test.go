@@ -14,21 +14,9 @@ import (
 	"strings"
 	"testing"
 
+	"daskgo/compat/venv"
 	"daskgo/protocol"
 )
-
-// venvPython is the project's interpreter (scripts/setup.sh creates it
-// before go test runs in CI), so its absence is a broken setup, not a
-// reason to skip: the emulation is only proven against the real CPython.
-func venvPython(t testing.TB) string {
-	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	py := filepath.Join(filepath.Dir(file), "..", "..", ".venv", "bin", "python")
-	if _, err := os.Stat(py); err != nil {
-		t.Fatalf("project virtualenv missing (%v): run scripts/setup.sh", err)
-	}
-	return py
-}
 
 // runTestdataPython runs testdata/<script> under PYTHONHASHSEED=0 (every
 // expectation here is defined for that hash function) and returns stdout.
@@ -43,7 +31,7 @@ func runTestdataPython(t testing.TB, script string, args ...string) []byte {
 			t.Fatal(err)
 		}
 	}
-	cmd := exec.Command(venvPython(t), append([]string{filepath.Join(dir, script)}, args...)...)
+	cmd := exec.Command(venv.Python(t), append([]string{filepath.Join(dir, script)}, args...)...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "PYTHONHASHSEED=0")
 	var stderr bytes.Buffer
