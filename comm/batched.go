@@ -14,6 +14,15 @@ const (
 	SchedulerToClientInterval = 2 * time.Millisecond
 )
 
+// SchedulerToClientBusyInterval is how far the client stream's interval may
+// grow while messages keep coming (see NewAdaptiveBatchedSend). A client
+// learns of finished keys through this stream only to resolve futures, so
+// 20 ms of extra latency during a long run of completions costs it nothing,
+// while each write saved is a system call and a wake-up of the client. A
+// client that is waiting on a single result still gets it at once: a quiet
+// stream sends immediately.
+const SchedulerToClientBusyInterval = 20 * time.Millisecond
+
 // BatchedSend coalesces messages on a stream like distributed's BatchedSend
 // (distributed/batched.py): Send appends to a buffer and never touches the
 // network; one owner goroutine writes the whole buffer as one message (a
@@ -29,11 +38,13 @@ const (
 // concurrent use.
 type BatchedSend struct {
 	conn     *Conn
-	interval time.Duration
+	interval time.Duration // the base interval
+	busy     time.Duration // the longest interval while busy (>= interval)
 	onError  func(error)
 
 	mu       sync.Mutex
 	buf      []any
+	spare    []any // the last written buffer, emptied, for reuse
 	stopping bool
 	err      error
 	messages int
@@ -44,11 +55,22 @@ type BatchedSend struct {
 	done chan struct{} // closed when the writer goroutine has exited
 }
 
-// NewBatchedSend starts batching onto c. onError may be nil.
+// NewBatchedSend starts batching onto c at a fixed interval. onError may be
+// nil.
 func NewBatchedSend(c *Conn, interval time.Duration, onError func(error)) *BatchedSend {
+	return NewAdaptiveBatchedSend(c, interval, interval, onError)
+}
+
+// NewAdaptiveBatchedSend is NewBatchedSend whose interval doubles, up to
+// busy, each time a message had to wait for it, and falls back to interval
+// as soon as a message finds the stream quiet. A steady flow of small
+// messages (one key-in-memory per finished task) then costs one write per
+// busy interval instead of one per interval.
+func NewAdaptiveBatchedSend(c *Conn, interval, busy time.Duration, onError func(error)) *BatchedSend {
 	b := &BatchedSend{
 		conn:     c,
 		interval: interval,
+		busy:     max(busy, interval),
 		onError:  onError,
 		wake:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
@@ -78,12 +100,18 @@ func (b *BatchedSend) Send(msgs ...any) error {
 	return nil
 }
 
-// run is the owner goroutine: wait for messages, write them all, rest for
-// the interval, repeat. On stop it writes what is left (unless aborted).
+// run is the owner goroutine, distributed's BatchedSend._background_send:
+// wait for messages; if the last write was less than an interval ago, wait
+// for the rest of it; write everything buffered; repeat. A quiet stream
+// therefore sends at once, and a busy one at most once per interval. The
+// timer is armed only when a message waits for it: re-arming it after every
+// write would wake the process once per write for nothing.
 func (b *BatchedSend) run() {
 	defer close(b.done)
-	rest := time.NewTimer(b.interval) // one timer, reset per batch
-	defer rest.Stop()
+	rest := time.NewTimer(time.Hour)
+	rest.Stop()
+	interval := b.interval
+	var last time.Time // when the last write ended; zero before the first
 	for {
 		select {
 		case <-b.wake:
@@ -91,24 +119,35 @@ func (b *BatchedSend) run() {
 			b.flush()
 			return
 		}
+		if !last.IsZero() {
+			if wait := interval - time.Since(last); wait > 0 {
+				rest.Reset(wait)
+				select {
+				case <-rest.C:
+				case <-b.stop:
+					b.flush()
+					return
+				}
+				interval = min(2*interval, b.busy)
+			} else {
+				interval = b.interval
+			}
+		}
 		if !b.flush() {
 			return
 		}
-		rest.Reset(b.interval)
-		select {
-		case <-rest.C:
-		case <-b.stop:
-			b.flush()
-			return
-		}
+		last = time.Now()
 	}
 }
 
-// flush writes the buffer as one message; false after a write error.
+// flush writes the buffer as one message; false after a write error. The
+// written buffer comes back as the next one (emptied: the frames it pointed
+// to must not be kept alive), so a busy stream allocates no new buffers.
 func (b *BatchedSend) flush() bool {
 	b.mu.Lock()
 	payload := b.buf
-	b.buf = nil
+	b.buf = b.spare
+	b.spare = nil
 	if len(payload) > 0 && b.err == nil {
 		b.batches++
 	}
@@ -118,13 +157,29 @@ func (b *BatchedSend) flush() bool {
 		return false
 	}
 	if len(payload) == 0 {
+		b.recycle(payload)
 		return true
 	}
 	if err := b.conn.Write(payload); err != nil {
 		b.fail(err)
 		return false
 	}
+	b.recycle(payload)
 	return true
+}
+
+// recycle keeps buf as the spare buffer unless it grew unusually large
+// (one huge batch should not pin its capacity for the stream's life).
+func (b *BatchedSend) recycle(buf []any) {
+	if cap(buf) > 1<<16 {
+		return
+	}
+	clear(buf)
+	b.mu.Lock()
+	if b.spare == nil && b.err == nil {
+		b.spare = buf[:0]
+	}
+	b.mu.Unlock()
 }
 
 func (b *BatchedSend) fail(err error) {

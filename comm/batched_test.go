@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"daskgo/protocol"
 )
@@ -152,4 +153,31 @@ func TestBatchedAbortUnblocks(t *testing.T) {
 	_ = bs.Send("blocks forever: nobody reads the pipe")
 	bs.Abort() // must return although the write is stuck
 	<-bs.Done()
+}
+
+// A steady flow of messages on an adaptive stream settles at the busy
+// interval: over 300 ms of a message per millisecond, a fixed 2 ms stream
+// writes up to 150 batches, the adaptive one about 15 (plus the ramp).
+func TestAdaptiveBatchedGrowsWhileBusy(t *testing.T) {
+	a, b := pipePair(t, nil, nil)
+	bs := NewAdaptiveBatchedSend(a, 2*time.Millisecond, 20*time.Millisecond, nil)
+	const n = 300
+	read := make(chan int, 1)
+	go func() {
+		_, batches := readBatches(t, b, n)
+		read <- batches
+	}()
+	for i := range n {
+		if err := bs.Send(protocol.NewMap("op", "m", "i", int64(i))); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	batches := <-read
+	if batches > 30 {
+		t.Fatalf("%d steady messages took %d batches; want at most 30 at a 20 ms busy interval", n, batches)
+	}
+	if err := bs.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 }

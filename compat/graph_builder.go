@@ -20,8 +20,11 @@ import (
 type graphBuilder struct {
 	table *objectTable
 	tasks []scheduler.GraphTask
-	kinds map[string]string // interned kind names: one string per kind, not per task
-	final *graphFinal
+	// specBytes counts the run_spec bytes the engine will hold for this
+	// graph: every spec, plus the object table once
+	specBytes int64
+	kinds     map[string]string // interned kind names: one string per kind, not per task
+	final     *graphFinal
 }
 
 // maxPresize caps the helper's size hint.
@@ -40,6 +43,9 @@ func (b *graphBuilder) add(c graphChunk) error {
 		b.tasks = make([]scheduler.GraphTask, 0, min(c.expected, maxPresize))
 	}
 	b.table.objs = append(b.table.objs, c.objects...)
+	for _, o := range c.objects {
+		b.specBytes += int64(len(o))
+	}
 	specs := make([]TaskSpec, len(c.tasks)) // one allocation per chunk
 	for i := range c.tasks {
 		wt := &c.tasks[i]
@@ -48,6 +54,7 @@ func (b *graphBuilder) add(c graphChunk) error {
 			return fmt.Errorf("spec of %s: %w", wt.key, err)
 		}
 		specs[i].spec = wt.spec
+		b.specBytes += int64(len(wt.spec))
 		if refs > 0 {
 			specs[i].table = b.table
 		}

@@ -102,6 +102,10 @@ func (m *Materializer) finishGraph(inc *incarnation, j *job) {
 		m.fail(j, fmt.Sprintf("materialized graph: %v", err))
 		return
 	}
+	// run_spec_bytes is what the engine holds of this graph's specs (the
+	// benchmarks subtract it to get the scheduler's own bytes per task)
+	m.log.Info().Int64("request", j.req.ID).Int("tasks", len(tasks)).Int64("run_spec_bytes", b.specBytes).
+		Msg("graph materialized")
 	// the helper sends its last chunk after freeing the graph
 	m.noteHelperRSS(inc, processRSS(inc.pid))
 	if chk.checked {

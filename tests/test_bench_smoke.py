@@ -99,3 +99,22 @@ def test_bench_graph_path_smoke(tmp_path):
             assert r["peak_rss_bytes"] >= r["scheduler_peak_rss_bytes"], r
     md = (out / "graph-path.md").read_text()
     assert "Go process **plus** its materializer helper" in md and "tree-200k" in md
+
+
+@pytest.mark.timeout(330)
+def test_bench_waiting_smoke(tmp_path):
+    """`scripts/bench.sh --workloads waiting` at smoke sizes: both cases on
+    both schedulers settle, the Go runs report the run_spec bytes its engine
+    holds (from the scheduler's log) and the helper's memory apart, and the
+    report is written."""
+    out = run_bench(tmp_path, "--workloads", "waiting")
+    results = json.loads((out / "waiting.json").read_text())["results"]
+    assert {(r["case"], r["scheduler"]) for r in results} == {
+        (c, s) for c in ("waiting-100k", "waiting-1m") for s in ("py", "go")}
+    for r in results:
+        assert r["ok"], r
+        assert r["settled_rss_bytes"] > 0 and r["tasks"] > 0, r
+        if r["scheduler"] == "go":
+            assert r["run_spec_bytes"] > 0 and r["helper_settled_rss_bytes"] > 0, r
+            assert "rss_per_task_beyond_run_spec" in r, r
+    assert "B/task beyond run_spec" in (out / "waiting.md").read_text()

@@ -27,6 +27,7 @@ type loop struct {
 
 type event struct {
 	stim  scheduler.Stimulus
+	batch []scheduler.Stimulus // a stream batch's stimuli, handled in order
 	query func(*scheduler.State)
 	done  chan struct{}
 }
@@ -43,6 +44,9 @@ func (l *loop) run() {
 		case ev := <-l.events:
 			if ev.stim != nil {
 				l.handle(ev.stim)
+			}
+			for _, st := range ev.batch {
+				l.handle(st)
 			}
 			if ev.query != nil {
 				ev.query(l.state)
@@ -143,6 +147,15 @@ func asAny(msgs []*protocol.Map) []any {
 func (l *loop) submit(st scheduler.Stimulus) {
 	select {
 	case l.events <- event{stim: st}:
+	case <-l.srv.ctx.Done():
+	}
+}
+
+// submitBatch queues a stream batch's stimuli as one event: one channel
+// hand-off per batch read, not one per op.
+func (l *loop) submitBatch(batch []scheduler.Stimulus) {
+	select {
+	case l.events <- event{batch: batch}:
 	case <-l.srv.ctx.Done():
 	}
 }

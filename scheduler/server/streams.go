@@ -28,7 +28,7 @@ func (s *Server) registerClient(ctx context.Context, req *comm.Request) (any, er
 	if err := conn.Write(start); err != nil {
 		return nil, fmt.Errorf("stream-start to client %s: %w", id, err)
 	}
-	b := comm.NewBatchedSend(conn, comm.SchedulerToClientInterval, func(err error) {
+	b := comm.NewAdaptiveBatchedSend(conn, comm.SchedulerToClientInterval, comm.SchedulerToClientBusyInterval, func(err error) {
 		log.Debug().Err(err).Msg("client stream write failed")
 	})
 	s.mu.Lock()
@@ -81,6 +81,8 @@ func (s *Server) readStream(conn *comm.Conn, convert streamOp, log zerolog.Logge
 		default:
 			batch = []any{x}
 		}
+		now := time.Now()
+		stims := make([]scheduler.Stimulus, 0, len(batch))
 		for _, item := range batch {
 			if item == "OK" {
 				continue
@@ -91,15 +93,27 @@ func (s *Server) readStream(conn *comm.Conn, convert streamOp, log zerolog.Logge
 				continue
 			}
 			if op, _ := m.Get("op").(string); op == "close-stream" {
+				s.submitStimuli(stims)
 				return true
 			}
-			st, ok, err := convert(m, time.Now())
+			st, ok, err := convert(m, now)
 			if err != nil {
 				log.Warn().Err(err).Msg("bad stream message ignored")
 			} else if ok {
-				s.loop.submit(st)
+				stims = append(stims, st)
 			}
 		}
+		s.submitStimuli(stims)
+	}
+}
+
+func (s *Server) submitStimuli(stims []scheduler.Stimulus) {
+	switch len(stims) {
+	case 0:
+	case 1:
+		s.loop.submit(stims[0])
+	default:
+		s.loop.submitBatch(stims)
 	}
 }
 

@@ -34,6 +34,7 @@ import traceback
 from pathlib import Path
 
 from procs import BENCH, Sampler, Scheduler, Workers, python_env, stop
+from report import runs_table, write_named
 
 NAME = "graph-path"
 # case -> (size argument: leaves of a tree, tasks of the map; smoke size)
@@ -205,20 +206,18 @@ def markdown(results: list[dict], machine: dict) -> str:
             lines.append(f"| {case} | {m['tasks']:,} | {kind} | {m['ok']}/{m['runs']} | {fmt(m['wall_s'])} | {cpu} "
                          f"| {fmt(m['cpu_us_per_task'])} | {rss} | {ratio('wall_s')} | {ratio('cpu_s')} "
                          f"| {ratio('peak_rss_bytes')} |")
-    lines += ["", "Every run:", "", "| case | scheduler | rep | ok | wall s | client submit s | CPU s | sched CPU s "
-              "| helper CPU s | peak RSS MiB | sched RSS MiB | helper RSS MiB |",
-              "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for r in results:
-        lines.append(
-            f"| {r['case']} | {r['scheduler']} | {r.get('repetition', 0)} | {'ok' if r['ok'] else r.get('error')} "
-            f"| {fmt(r.get('wall_s'), 1, 2)} | {fmt(r.get('client_submit_s'), 1, 2)} | {fmt(r.get('cpu_s'), 1, 2)} "
-            f"| {fmt(r.get('scheduler_cpu_s'), 1, 2)} | {fmt(r.get('helper_cpu_s'), 1, 2)} "
-            f"| {fmt(r.get('peak_rss_bytes'), mib, 0)} | {fmt(r.get('scheduler_peak_rss_bytes'), mib, 0)} "
-            f"| {fmt(r.get('helper_peak_rss_bytes'), mib, 0)} |")
+    lines += runs_table(results, [
+        ("wall s", lambda r: fmt(r.get("wall_s"), 1, 2)),
+        ("client submit s", lambda r: fmt(r.get("client_submit_s"), 1, 2)),
+        ("CPU s", lambda r: fmt(r.get("cpu_s"), 1, 2)),
+        ("sched CPU s", lambda r: fmt(r.get("scheduler_cpu_s"), 1, 2)),
+        ("helper CPU s", lambda r: fmt(r.get("helper_cpu_s"), 1, 2)),
+        ("peak RSS MiB", lambda r: fmt(r.get("peak_rss_bytes"), mib, 0)),
+        ("sched RSS MiB", lambda r: fmt(r.get("scheduler_peak_rss_bytes"), mib, 0)),
+        ("helper RSS MiB", lambda r: fmt(r.get("helper_peak_rss_bytes"), mib, 0)),
+    ])
     return "\n".join(lines) + "\n"
 
 
 def write(out: Path, results: list[dict], machine: dict) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"{NAME}.json").write_text(json.dumps({"machine": machine, "results": results}, indent=1))
-    (out / f"{NAME}.md").write_text(markdown(results, machine))
+    write_named(out, NAME, results, machine, markdown(results, machine))

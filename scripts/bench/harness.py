@@ -5,6 +5,7 @@ the same workloads, stock workers and stock Client (issue 5).
     scripts/bench.sh --smoke         # tiny sizes, 1 repetition, one cluster per configuration
     scripts/bench.sh --workloads basic-sum --configs go-queuing --repetitions 1 --no-overhead
     scripts/bench.sh --workloads graph-path   # the graph path only (scripts/bench/graph_path.py)
+    scripts/bench.sh --workloads waiting      # what the scheduler holds per waiting task (scripts/bench/waiting.py)
 
 For every (workload, configuration, repetition) it records wall time, the
 worker processes' summed RSS every 100 ms (psutil, from outside) and its
@@ -37,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import graph_path  # noqa: E402
 import overhead  # noqa: E402
+import waiting  # noqa: E402
 import report  # noqa: E402
 from procs import BENCH, CONFIGS, DIAGNOSTIC_CONFIGS, Sampler, Scheduler, Workers  # noqa: E402
 from workloads import WORKLOADS, Context, warm_up, worker_counters  # noqa: E402
@@ -236,6 +238,8 @@ def parse_args(argv=None):
                     help="repetitions of the 1M-task submit benchmark (default 1: minutes and GiB on Python)")
     ap.add_argument("--graph-path-cases", default=",".join(graph_path.DEFAULT_CASES),
                     help=f"with --workloads graph-path: cases of {', '.join(graph_path.CASES)}")
+    ap.add_argument("--waiting-cases", default=",".join(waiting.DEFAULT_CASES),
+                    help=f"with --workloads waiting: cases of {', '.join(waiting.CASES)}")
     ap.add_argument("--profile", type=Path, default=None,
                     help="write the Go scheduler's CPU and heap profiles and the helper's cProfile of each "
                          "graph-path run into this directory (DIR/CASE-KIND-REP/)")
@@ -246,15 +250,8 @@ def parse_args(argv=None):
                     help="also run tree-1m once on the Python scheduler (many minutes)")
     args = ap.parse_args(argv)
     args.workloads = [w for w in args.workloads.split(",") if w]
-    args.graph_path = graph_path.NAME in args.workloads
-    if args.graph_path:
-        args.workloads.remove(graph_path.NAME)
-        args.graph_path_cases = [c for c in args.graph_path_cases.split(",") if c]
-        for c in args.graph_path_cases:
-            if c not in graph_path.CASES:
-                ap.error(f"unknown graph-path case {c!r}; known: {', '.join(graph_path.CASES)}")
-        if not args.workloads:  # the graph path alone: no workload matrix, no overhead runs
-            args.no_overhead = True
+    args.graph_path = pick_cases(ap, args, graph_path, "graph_path_cases")
+    args.waiting = pick_cases(ap, args, waiting, "waiting_cases")
     args.configs = [c for c in args.configs.split(",") if c]
     for w in args.workloads:
         if w not in WORKLOADS:
@@ -268,6 +265,23 @@ def parse_args(argv=None):
     args.timeout = args.timeout or (60 if args.smoke else 900)
     args.reuse_cluster = args.reuse_cluster or args.smoke
     return args
+
+
+def pick_cases(ap, args, module, attr: str) -> bool:
+    """Whether module.NAME (graph-path, waiting) was asked for in
+    --workloads; if so, it leaves the workload list and args.<attr> becomes
+    its list of cases, checked against module.CASES. Asked for alone, it
+    runs without the workload matrix and the overhead runs."""
+    if module.NAME not in args.workloads:
+        return False
+    args.workloads.remove(module.NAME)
+    setattr(args, attr, [c for c in getattr(args, attr).split(",") if c])
+    for c in getattr(args, attr):
+        if c not in module.CASES:
+            ap.error(f"unknown {module.NAME} case {c!r}; known: {', '.join(module.CASES)}")
+    if not args.workloads:
+        args.no_overhead = True
+    return True
 
 
 def main(argv=None) -> int:
@@ -293,6 +307,11 @@ def main(argv=None) -> int:
             timeout=args.timeout * 4, on_record=lambda r: graph_path.write(out, r, machine), profile=args.profile,
             schedulers=tuple(s for s in args.graph_path_schedulers.split(",") if s))
         graph_path.write(out, paths, machine)
+    if args.waiting:
+        waits = waiting.run_all(tmp, args.waiting_cases, args.repetitions, args.smoke, timeout=args.timeout * 2,
+                                on_record=lambda r: waiting.write(out, r, machine))
+        waiting.write(out, waits, machine)
+        paths += waits
     if not args.overhead_only and args.workloads:
         records, series = run_matrix(
             args, ctx, tmp, lambda r, s: report.write(out, r, s, [], machine, with_plots=False))

@@ -16,6 +16,26 @@ RECORD_FIELDS = ("workload", "configuration", "repetition", "wall_s", "peak_memo
 GiB, MiB = 2**30, 2**20
 
 
+def write_named(out: Path, name: str, results: list[dict], machine: dict, md: str) -> None:
+    """NAME.json (every run, with the machine) and NAME.md in out."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.json").write_text(json.dumps({"machine": machine, "results": results}, indent=1))
+    (out / f"{name}.md").write_text(md)
+
+
+def runs_table(results: list[dict], columns: list[tuple[str, object]]) -> list[str]:
+    """The "Every run:" table of a case benchmark (graph-path, waiting): case,
+    scheduler, repetition and outcome, then each (header, value-of-record)
+    column."""
+    lines = ["", "Every run:", "", "| case | scheduler | rep | ok | " + " | ".join(h for h, _ in columns) + " |",
+             "|---|---|---:|---|" + "---:|" * len(columns)]
+    for r in results:
+        outcome = "ok" if r["ok"] else r.get("error")
+        lines.append(f"| {r['case']} | {r['scheduler']} | {r.get('repetition', 0)} | {outcome} | "
+                     + " | ".join(value(r) for _, value in columns) + " |")
+    return lines
+
+
 def group_medians(records: list[dict], by: tuple[str, ...], fields: tuple[str, ...]) -> dict[tuple, dict]:
     """(values of `by`) -> median of each of `fields` over the successful
     runs, plus the run counts and the first failure's error."""
