@@ -84,7 +84,11 @@ func (s *Server) startRetiring(ctx context.Context, names, workers any, sid stri
 	err := s.loop.query(ctx, func(st *scheduler.State) {
 		wanted := map[string]bool{}
 		for _, n := range anyList(names) {
-			wanted[protocol.String(n)] = true // names from a CLI become strings
+			if str, ok := n.(string); ok {
+				wanted[str] = true
+			} else { // str(name), as distributed compares names
+				wanted[protocol.String(n)] = true
+			}
 		}
 		for _, w := range anyList(workers) {
 			if a, ok := w.(string); ok {
