@@ -96,6 +96,7 @@ type TaskFinished struct {
 	Type       []byte // pickle of the result's class, forwarded to clients
 	TypeName   string
 	StartStops []StartStop
+	Thread     any // the worker's thread id (int or None), for the task stream
 }
 
 // TaskErred is task-erred from a worker. Exception and Traceback are opaque
@@ -109,6 +110,8 @@ type TaskErred struct {
 	Traceback     any
 	ExceptionText string
 	TracebackText string
+	StartStops    []StartStop // for the task stream
+	Thread        any
 }
 
 // ReleaseWorkerData: the worker dropped its replica of Key.

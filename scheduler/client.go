@@ -46,6 +46,7 @@ func (s *State) removeClient(id string) {
 		keys = append(keys, ts.Key)
 	}
 	s.clientReleasesKeys(keys, id)
+	s.unsubscribeAll(id)
 	delete(s.clients, id)
 	s.clientOrder.Remove(cs)
 	cs.connected = false

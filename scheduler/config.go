@@ -50,6 +50,13 @@ type Config struct {
 	// TransitionLogSize bounds the transition log (default 100000, dask's
 	// transition-log-length).
 	TransitionLogSize int
+	// TaskStreamLength bounds the task stream's records (TaskStreamPlugin's
+	// maxlen: the larger of distributed.scheduler.dashboard.status and
+	// .tasks task-stream-length, 100000 by default).
+	TaskStreamLength int
+	// EventLogLength bounds each event topic's deque
+	// (distributed.admin.low-level-log-length, 1000 by default).
+	EventLogLength int
 
 	// Identity of the scheduler, for identity/scheduler_info replies.
 	SchedulerAddress string
@@ -101,6 +108,12 @@ func (c *Config) Validate() error {
 	}
 	if c.TransitionLogSize <= 0 {
 		c.TransitionLogSize = 100000
+	}
+	if c.TaskStreamLength <= 0 {
+		c.TaskStreamLength = 100000
+	}
+	if c.EventLogLength <= 0 {
+		c.EventLogLength = 1000
 	}
 	if c.SchedulerID == "" {
 		c.SchedulerID = "Scheduler-go"

@@ -59,6 +59,10 @@ type State struct {
 
 	log transitionLog
 
+	stream  taskStream // TaskStreamPlugin's records (taskstream.go)
+	broker  broker     // the event log per topic (events.go)
+	plugins plugins    // worker and nanny plugins (plugins.go)
+
 	// per-Handle context
 	out          *Outbox
 	outBuf       Outbox  // what out points at during Handle
@@ -98,6 +102,8 @@ func New(cfg Config) *State {
 		co:        newCoAssign(),
 	}
 	s.log.init(cfg.TransitionLogSize)
+	s.stream.max = cfg.TaskStreamLength
+	s.broker = newBroker(cfg.EventLogLength)
 	s.addClientState(fireAndForget)
 	return s
 }
@@ -204,6 +210,10 @@ func (s *State) dispatch(st Stimulus) {
 	case *Tick:
 		s.sid("check-worker-ttl")
 		s.handleTick()
+	case *LogEvent, *SubscribeTopic, *UnsubscribeTopic:
+		s.dispatchEvents(st)
+	case *RegisterPlugin, *UnregisterPlugin:
+		s.dispatchPlugins(st)
 	default:
 		s.dispatchClient(st)
 	}

@@ -106,6 +106,10 @@ func (s *State) handleTaskFinished(x *TaskFinished) {
 		s.finArgs = transArgs{worker: x.Worker, ws: ws, nbytes: x.NBytes, typ: x.Type, typeName: x.TypeName, startStops: x.StartStops}
 		s.transition(ts, StatusMemory, &s.finArgs)
 		s.finArgs = transArgs{}
+		if ts.state == StatusMemory {
+			s.recordRun(TaskStreamRecord{Key: x.Key, Worker: x.Worker, Status: "OK", NBytes: x.NBytes,
+				TypeName: x.TypeName, Thread: x.Thread, RunID: x.RunID, StartStops: x.StartStops})
+		}
 	default:
 		// waiting: the race of _transition_waiting_memory; the worker will
 		// get free-keys once the scheduler's own release reaches it.
@@ -132,6 +136,9 @@ func (s *State) handleTaskErred(x *TaskErred) {
 				worker: x.Worker, cause: ts, exception: x.Exception, traceback: x.Traceback,
 				exceptionText: x.ExceptionText, tracebackText: x.TracebackText,
 			})
+			s.recordRun(TaskStreamRecord{Key: x.Key, Worker: x.Worker, Status: "error", Thread: x.Thread,
+				RunID: x.RunID, StartStops: x.StartStops, ExceptionText: x.ExceptionText,
+				TracebackText: x.TracebackText})
 		}
 	}
 	s.runTransitions()

@@ -9,6 +9,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -46,7 +47,17 @@ func main() {
 	flag.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	flag.StringVar(&o.cpuProfile, "cpu-profile", "", "write a Go CPU profile (pprof) of the whole run to this file, for `go tool pprof`")
 	flag.StringVar(&o.heapProfile, "heap-profile", "", "write a Go heap profile (pprof) to this file on SIGUSR1 (FILE.N for the N-th) and at exit")
+	listOps := flag.Bool("list-ops", false, "print the op table (every distributed scheduler op and what it gets here) as JSON and exit")
 	flag.Parse()
+	if *listOps {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(server.Ops); err != nil {
+			fmt.Fprintf(os.Stderr, "dask-go-scheduler: --list-ops: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(o); err != nil {
 		fmt.Fprintf(os.Stderr, "dask-go-scheduler: %v\n", err)
 		os.Exit(1)

@@ -305,9 +305,15 @@ func (s *Server) broadcast(ctx context.Context, req *comm.Request) (any, error) 
 	if !ok {
 		return nil, fmt.Errorf("broadcast: msg must be a dict")
 	}
-	workers := optionalStrings(req.Args.Get("workers"))
 	nanny, _ := req.Args.Get("nanny").(bool)
 	onError, _ := req.Args.Get("on_error").(string)
+	return s.broadcastMsg(ctx, msg, optionalStrings(req.Args.Get("workers")), nanny, onError)
+}
+
+// broadcastMsg is the body of Scheduler.broadcast, also used by the
+// handlers that fan out to workers (plugins, worker logs). workers nil
+// means all; onError is "raise" (default), "ignore" or "return".
+func (s *Server) broadcastMsg(ctx context.Context, msg *protocol.Map, workers []string, nanny bool, onError string) (*protocol.Map, error) {
 	if onError == "" {
 		onError = "raise"
 	}

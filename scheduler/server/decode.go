@@ -169,11 +169,12 @@ func workerStimulus(worker string, m *protocol.Map, now time.Time) (scheduler.St
 	case "task-finished":
 		st = &scheduler.TaskFinished{Base: b, Worker: worker, Key: f.key("key"), RunID: f.int("run_id"),
 			NBytes: f.int("nbytes"), Type: bytesField(m.Get("type")), TypeName: f.str("typename"),
-			StartStops: startStops(m.Get("startstops"))}
+			StartStops: startStops(m.Get("startstops")), Thread: m.Get("thread")}
 	case "task-erred":
 		st = &scheduler.TaskErred{Base: b, Worker: worker, Key: f.key("key"), RunID: f.int("run_id"),
 			Exception: m.Get("exception"), Traceback: m.Get("traceback"),
-			ExceptionText: f.str("exception_text"), TracebackText: f.str("traceback_text")}
+			ExceptionText: f.str("exception_text"), TracebackText: f.str("traceback_text"),
+			StartStops: startStops(m.Get("startstops")), Thread: m.Get("thread")}
 	case "release-worker-data":
 		st = &scheduler.ReleaseWorkerData{Base: b, Worker: worker, Key: f.key("key")}
 	case "add-keys":
@@ -187,7 +188,15 @@ func workerStimulus(worker string, m *protocol.Map, now time.Time) (scheduler.St
 		st = &scheduler.WorkerStatusChange{Base: b, Worker: worker, Status: f.str("status")}
 	case "request-refresh-who-has":
 		st = &scheduler.RequestRefreshWhoHas{Base: b, Worker: worker, Keys: f.keys("keys")}
-	case "keep-alive", "log-event", "steal-response":
+	case "log-event":
+		topics, err := topicsOf(m.Get("topic"))
+		if err != nil {
+			return nil, false, err
+		}
+		st = &scheduler.LogEvent{Base: b, Topics: topics, Msg: m.Get("msg"), Worker: worker}
+	case "keep-alive", "steal-response":
+		// keep-alive carries nothing; steal-response answers steal-request,
+		// which we never send (no work stealing)
 		return nil, false, nil
 	default:
 		return nil, false, fmt.Errorf("unknown op %q on the stream of worker %s", op, worker)
@@ -257,7 +266,12 @@ func clientStimulus(client string, m *protocol.Map, now time.Time) (scheduler.St
 		st = &scheduler.UpdateData{Base: b, Client: client, WhoHas: who, NBytes: nbytes}
 	case "report-key":
 		st = &scheduler.ClientDesiresKeys{Base: b, Client: client, Keys: []protocol.Key{f.key("key")}}
-	case "subscribe-topic", "unsubscribe-topic", "publish_flush_batched_send":
+	case "subscribe-topic":
+		st = &scheduler.SubscribeTopic{Base: b, Topic: f.str("topic"), Client: client}
+	case "unsubscribe-topic":
+		st = &scheduler.UnsubscribeTopic{Base: b, Topic: f.str("topic"), Client: client}
+	case "publish_flush_batched_send":
+		// Client._publish's flush marker: the reply is the stream's own ordering
 		return nil, false, nil
 	default:
 		return nil, false, fmt.Errorf("op %q is not supported by dask-go-scheduler on a client stream", op)

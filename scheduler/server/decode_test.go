@@ -56,11 +56,24 @@ func TestWorkerStimulusRejectsBadFields(t *testing.T) {
 }
 
 func TestWorkerStimulusIgnoresChatter(t *testing.T) {
-	for _, op := range []string{"keep-alive", "log-event", "steal-response"} {
+	for _, op := range []string{"keep-alive", "steal-response"} {
 		st, ok, err := workerStimulus("tcp://w:1", protocol.NewMap("op", op), now)
 		if st != nil || ok || err != nil {
 			t.Errorf("%s: st=%v ok=%v err=%v", op, st, ok, err)
 		}
+	}
+}
+
+// TestWorkerLogEvent: log-event becomes a LogEvent from that worker; a
+// missing topic is an error, not an event under no topic.
+func TestWorkerLogEvent(t *testing.T) {
+	st, ok, err := workerStimulus("tcp://w:1", protocol.NewMap("op", "log-event", "topic", "t", "msg", "m"), now)
+	le, _ := st.(*scheduler.LogEvent)
+	if err != nil || !ok || le == nil || le.Worker != "tcp://w:1" || le.Topics[0] != "t" {
+		t.Fatalf("st=%v ok=%v err=%v", st, ok, err)
+	}
+	if _, _, err := workerStimulus("tcp://w:1", protocol.NewMap("op", "log-event"), now); err == nil {
+		t.Fatal("log-event without a topic must be an error")
 	}
 }
 

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -11,89 +12,70 @@ import (
 	"daskgo/scheduler"
 )
 
-// handlers is the RPC table (Scheduler.__init__'s self.handlers). Ops that
-// need Python objects inside the scheduler process fail with a message that
-// names the feature.
+// handlers is the RPC table (Scheduler.__init__'s self.handlers). Ops
+// marked unsupported in Ops (ops.go) fail with a message that names the
+// feature and why.
 func (s *Server) handlers() map[string]comm.Handler {
 	h := map[string]comm.Handler{
-		"identity":          s.identity,
-		"echo":              comm.Echo,
-		"register-client":   s.registerClient,
-		"register-worker":   s.registerWorker,
-		"register_nanny":    s.registerNanny,
-		"heartbeat_worker":  s.heartbeatWorker,
-		"unregister":        s.unregister,
-		"gather":            s.gather,
-		"scatter":           s.scatter,
-		"update_data":       s.updateData,
-		"who_has":           s.whoHas,
-		"has_what":          s.hasWhat,
-		"ncores":            s.ncores(false),
-		"ncores_running":    s.ncores(true),
-		"processing":        s.processing,
-		"retry":             s.retry,
-		"versions":          s.versions,
-		"broadcast":         s.broadcast,
-		"proxy":             s.proxy,
-		"terminate":         s.terminate,
-		"restart":           s.restart,
-		"log_event":         ignore,
-		"add_keys":          s.addKeysRPC,
-		"subscribe_topic":   ignore,
-		"unsubscribe_topic": ignore,
+		"identity":         s.identity,
+		"echo":             comm.Echo,
+		"register-client":  s.registerClient,
+		"register-worker":  s.registerWorker,
+		"register_nanny":   s.registerNanny,
+		"heartbeat_worker": s.heartbeatWorker,
+		"unregister":       s.unregister,
+		"gather":           s.gather,
+		"scatter":          s.scatter,
+		"update_data":      s.updateData,
+		"who_has":          s.whoHas,
+		"has_what":         s.hasWhat,
+		"ncores":           s.ncores(false),
+		"ncores_running":   s.ncores(true),
+		"processing":       s.processing,
+		"retry":            s.retry,
+		"versions":         s.versions,
+		"broadcast":        s.broadcast,
+		"proxy":            s.proxy,
+		"terminate":        s.terminate,
+		"restart":          s.restart,
+		"add_keys":         s.addKeysRPC,
+
+		"log_event":             s.logEvent,
+		"events":                s.events,
+		"get_task_stream":       s.taskStream,
+		"get_task_stream_index": s.taskStreamIndex,
+		"logs":                  s.logs,
+		"get_logs":              s.logs,
+		"worker_logs":           s.workerLogs,
+
+		"register_worker_plugin":    s.registerPlugin(workerPluginOps),
+		"unregister_worker_plugin":  s.unregisterPlugin(workerPluginOps),
+		"register_nanny_plugin":     s.registerPlugin(nannyPluginOps),
+		"unregister_nanny_plugin":   s.unregisterPlugin(nannyPluginOps),
+		"register_scheduler_plugin": s.registerSchedulerPlugin,
+
+		"replicate":      s.replicate,
+		"rebalance":      s.rebalance,
+		"retire_workers": s.retireWorkers,
 
 		"shuffle_get_or_create": s.shuffleGetOrCreate,
 		"shuffle_get":           s.shuffleGet,
 		"shuffle_barrier":       s.shuffleBarrier,
 		"shuffle_restrict_task": s.shuffleRestrictTask,
 	}
-	for op, feature := range unsupportedOps {
-		h[op] = unsupported(feature)
+	for _, op := range Ops {
+		if op.Kind == "rpc" && op.Status == StatusUnsupported {
+			h[op.Op] = unsupported(op)
+		}
 	}
 	return h
 }
 
-// unsupportedOps maps RPC ops to the user-facing feature they belong to.
-var unsupportedOps = map[string]string{
-	"run_function":                "run_on_scheduler (it runs Python code inside the scheduler process)",
-	"register_scheduler_plugin":   "scheduler plugins (they run Python code inside the scheduler process)",
-	"unregister_scheduler_plugin": "scheduler plugins (they run Python code inside the scheduler process)",
-	"feed":                        "Client.feed (it runs Python code inside the scheduler process)",
-	"get_runspec":                 "recreate_error_locally",
-	"get_error_cause":             "recreate_error_locally",
-	"register_worker_plugin":      "worker plugins (Client.register_plugin, upload_file)",
-	"unregister_worker_plugin":    "worker plugins",
-	"register_nanny_plugin":       "nanny plugins",
-	"unregister_nanny_plugin":     "nanny plugins",
-	"restart_workers":             "Client.restart_workers",
-	"retire_workers":              "Client.retire_workers",
-	"replicate":                   "Client.replicate",
-	"rebalance":                   "Client.rebalance",
-	"performance_report":          "performance_report (the dashboard)",
-	"get_task_stream":             "the task stream (the dashboard)",
-	"profile":                     "Client.profile",
-	"dump_cluster_state_to_url":   "Client.dump_cluster_state",
-	"get_cluster_state":           "Client.dump_cluster_state",
-	"publish_put":                 "published datasets",
-	"publish_get":                 "published datasets",
-	"publish_list":                "published datasets",
-	"publish_delete":              "published datasets",
-	"variable_set":                "distributed.Variable",
-	"variable_get":                "distributed.Variable",
-	"queue_create":                "distributed.Queue",
-	"event_set":                   "distributed.Event",
-	"event_wait":                  "distributed.Event",
-	"semaphore_register":          "distributed.Semaphore and Lock",
-	"semaphore_acquire":           "distributed.Semaphore and Lock",
-}
-
-func unsupported(feature string) comm.Handler {
+func unsupported(op OpInfo) comm.Handler {
 	return func(_ context.Context, req *comm.Request) (any, error) {
-		return nil, fmt.Errorf("%s is not supported by dask-go-scheduler yet (op %q)", feature, req.Op)
+		return nil, errors.New(op.unsupportedMessage())
 	}
 }
-
-func ignore(context.Context, *comm.Request) (any, error) { return nil, nil }
 
 func (s *Server) identity(ctx context.Context, req *comm.Request) (any, error) {
 	n := -1

@@ -58,6 +58,10 @@ type Server struct {
 	rng      *rand.Rand
 	rngMu    sync.Mutex
 	scatters uint64 // round-robin counter of scatter_to_workers
+	logRing  *logRing
+	// replicaMu makes replicate and rebalance mutually exclusive
+	// (Scheduler._replica_lock).
+	replicaMu sync.Mutex
 }
 
 // Start listens, starts the materializer and the engine loop, and serves.
@@ -65,9 +69,11 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.TickEvery == 0 {
 		cfg.TickEvery = 500 * time.Millisecond
 	}
+	ring := newLogRing(logLength)
 	s := &Server{
 		cfg:      cfg,
-		log:      cfg.Logger,
+		log:      cfg.Logger.Hook(ring),
+		logRing:  ring,
 		workers:  map[string]*comm.BatchedSend{},
 		clients:  map[string]*comm.BatchedSend{},
 		serveErr: make(chan error, 1),

@@ -128,9 +128,11 @@ func (s *Server) registerWorker(ctx context.Context, req *comm.Request) (any, er
 	log := req.Log.With().Str("worker", aw.Address).Logger()
 	var refused error
 	var nWorkers int
+	var plugins *protocol.Map
 	if err := s.loop.query(ctx, func(st *scheduler.State) {
 		refused = st.CheckNewWorker(aw.Address, aw.Name)
 		nWorkers = len(st.WorkerAddresses())
+		plugins = st.Plugins(scheduler.WorkerPlugin)
 	}); err != nil {
 		return nil, err
 	}
@@ -140,7 +142,7 @@ func (s *Server) registerWorker(ctx context.Context, req *comm.Request) (any, er
 	}
 	reply := protocol.NewMap("status", "OK", "time", unixNow(),
 		"heartbeat-interval", scheduler.HeartbeatInterval(nWorkers+1),
-		"worker-plugins", s.mat.WorkerPlugins(), "warning", "", "error", "")
+		"worker-plugins", s.workerPlugins(plugins), "warning", "", "error", "")
 	if err := conn.Write(reply); err != nil {
 		return nil, fmt.Errorf("register-worker reply to %s: %w", aw.Address, err)
 	}
@@ -195,11 +197,16 @@ func (s *Server) dropWorkerStream(addr string) {
 	}
 }
 
-// registerNanny is Scheduler.add_nanny: reply, then read the nanny's one
-// status message; the handler's return (None) is the final reply.
+// registerNanny is Scheduler.add_nanny: reply with the stored nanny
+// plugins, then read the nanny's one status message; the handler's return
+// (None) is the final reply.
 func (s *Server) registerNanny(ctx context.Context, req *comm.Request) (any, error) {
 	conn := req.Conn
-	if err := conn.Write(protocol.NewMap("status", "OK", "nanny-plugins", &protocol.Map{})); err != nil {
+	var plugins *protocol.Map
+	if err := s.loop.query(ctx, func(st *scheduler.State) { plugins = st.Plugins(scheduler.NannyPlugin) }); err != nil {
+		return nil, err
+	}
+	if err := conn.Write(protocol.NewMap("status", "OK", "nanny-plugins", plugins)); err != nil {
 		return nil, fmt.Errorf("register_nanny reply: %w", err)
 	}
 	if err := conn.SetReadDeadline(time.Now().Add(5 * time.Minute)); err != nil {
