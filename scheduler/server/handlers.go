@@ -50,6 +50,9 @@ func (s *Server) handlers() map[string]comm.Handler {
 	for op, feature := range unsupportedOps {
 		h[op] = unsupported(feature)
 	}
+	for op, handler := range s.coordinationHandlers() {
+		h[op] = handler
+	}
 	return h
 }
 
@@ -74,17 +77,6 @@ var unsupportedOps = map[string]string{
 	"profile":                     "Client.profile",
 	"dump_cluster_state_to_url":   "Client.dump_cluster_state",
 	"get_cluster_state":           "Client.dump_cluster_state",
-	"publish_put":                 "published datasets",
-	"publish_get":                 "published datasets",
-	"publish_list":                "published datasets",
-	"publish_delete":              "published datasets",
-	"variable_set":                "distributed.Variable",
-	"variable_get":                "distributed.Variable",
-	"queue_create":                "distributed.Queue",
-	"event_set":                   "distributed.Event",
-	"event_wait":                  "distributed.Event",
-	"semaphore_register":          "distributed.Semaphore and Lock",
-	"semaphore_acquire":           "distributed.Semaphore and Lock",
 }
 
 func unsupported(feature string) comm.Handler {
