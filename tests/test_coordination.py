@@ -31,7 +31,10 @@ def cluster(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("coordination")
     sched = GoScheduler(tmp, env={"DASK_DISTRIBUTED__SCHEDULER__LOCKS__LEASE_VALIDATION_INTERVAL": "0.2s"})
     workers = Workers(tmp)
-    env = {"DASK_DISTRIBUTED__SCHEDULER__LOCKS__LEASE_TIMEOUT": LEASE_TIMEOUT}
+    # HDF5's own fcntl file lock conflicts across the processes that
+    # xarray's to_netcdf opens the file from (serialised by the distributed
+    # Lock instead), as pangeo deployments find: turn it off
+    env = {"DASK_DISTRIBUTED__SCHEDULER__LOCKS__LEASE_TIMEOUT": LEASE_TIMEOUT, "HDF5_USE_FILE_LOCKING": "FALSE"}
     try:
         sched.start()
         workers.start(sched.address, "w1", nthreads=1, env=env)
@@ -279,7 +282,8 @@ def test_metadata_round_trip(client):
         client.get_metadata(["meta", "missing"])
 
 
-def test_xarray_to_netcdf_takes_a_distributed_lock(client, tmp_path):
+def test_xarray_to_netcdf_takes_a_distributed_lock(client, tmp_path, monkeypatch):
+    monkeypatch.setenv("HDF5_USE_FILE_LOCKING", "FALSE")  # as the workers'
     xr = pytest.importorskip("xarray")
     pytest.importorskip("h5netcdf")  # the scipy engine refuses the distributed scheduler
     data = da.random.default_rng(0).random((40, 30), chunks=(10, 10))
