@@ -207,6 +207,14 @@ func (c *Conn) Close() error {
 // Closed reports whether Close has been called (by us, or after a failed write).
 func (c *Conn) Closed() bool { return c.closed.Load() }
 
+// PeerGone reports, without blocking or consuming input, whether the peer
+// hung up while we owe it a reply: a blocked RPC (a Lock acquire, an Event
+// wait) polls it so that its wait ends when the caller is gone, as the
+// pool does for idle connections.
+func (c *Conn) PeerGone() bool {
+	return c.Closed() || (c.r.Buffered() == 0 && peerClosed(c.nc))
+}
+
 // SetDeadline, SetReadDeadline and SetWriteDeadline are net.Conn's.
 func (c *Conn) SetDeadline(t time.Time) error      { return c.nc.SetDeadline(t) }
 func (c *Conn) SetReadDeadline(t time.Time) error  { return c.nc.SetReadDeadline(t) }

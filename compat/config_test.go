@@ -40,7 +40,7 @@ var wantDefaults = SchedulerSettings{
 	},
 	Bandwidth: 100_000_000, DefaultDataSize: 1024, WorkStealing: true,
 	WorkStealingInterval: time.Second, ConnectTimeout: 30 * time.Second, TCPTimeout: 30 * time.Second,
-	TaskOrdering: "go",
+	TaskOrdering: "go", LeaseValidationInterval: 10 * time.Second,
 }
 
 func TestSettingsDefaults(t *testing.T) {

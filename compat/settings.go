@@ -39,6 +39,8 @@ distributed:
       split-taskshuffle: 1us
       split-stage: 1us
     validate: false
+    locks:
+      lease-validation-interval: 10s
   comm:
     compression: false
     timeouts:
@@ -75,6 +77,9 @@ type SchedulerSettings struct {
 	WorkStealingInterval time.Duration
 	NoWorkersTimeout     time.Duration // 0 = off (null)
 	IdleTimeout          time.Duration // 0 = off (null)
+	// LeaseValidationInterval: how often semaphore leases are checked for
+	// timeouts (distributed.scheduler.locks.lease-validation-interval).
+	LeaseValidationInterval time.Duration
 	// CommCompression: "" (false/null) or "lz4" ("auto" resolves to lz4).
 	CommCompression string
 	ConnectTimeout  time.Duration
@@ -124,6 +129,7 @@ func SchedulerSettingsFrom(cfg *DaskConfig) (SchedulerSettings, error) {
 		WorkStealingInterval:         r.duration("distributed.scheduler.work-stealing-interval"),
 		NoWorkersTimeout:             r.optDuration("distributed.scheduler.no-workers-timeout"),
 		IdleTimeout:                  r.optDuration("distributed.scheduler.idle-timeout"),
+		LeaseValidationInterval:      r.duration("distributed.scheduler.locks.lease-validation-interval"),
 		CommCompression:              r.compression("distributed.comm.compression"),
 		ConnectTimeout:               r.duration("distributed.comm.timeouts.connect"),
 		TCPTimeout:                   r.duration("distributed.comm.timeouts.tcp"),
@@ -163,13 +169,14 @@ func (s *SchedulerSettings) Validate() error {
 		bad("distributed.scheduler.default-data-size", s.DefaultDataSize, "a byte size >= 0")
 	}
 	for key, d := range map[string]time.Duration{
-		"distributed.scheduler.worker-ttl":             s.WorkerTTL,
-		"distributed.scheduler.unknown-task-duration":  s.UnknownTaskDuration,
-		"distributed.scheduler.work-stealing-interval": s.WorkStealingInterval,
-		"distributed.scheduler.no-workers-timeout":     s.NoWorkersTimeout,
-		"distributed.scheduler.idle-timeout":           s.IdleTimeout,
-		"distributed.comm.timeouts.connect":            s.ConnectTimeout,
-		"distributed.comm.timeouts.tcp":                s.TCPTimeout,
+		"distributed.scheduler.worker-ttl":                      s.WorkerTTL,
+		"distributed.scheduler.unknown-task-duration":           s.UnknownTaskDuration,
+		"distributed.scheduler.work-stealing-interval":          s.WorkStealingInterval,
+		"distributed.scheduler.no-workers-timeout":              s.NoWorkersTimeout,
+		"distributed.scheduler.idle-timeout":                    s.IdleTimeout,
+		"distributed.comm.timeouts.connect":                     s.ConnectTimeout,
+		"distributed.comm.timeouts.tcp":                         s.TCPTimeout,
+		"distributed.scheduler.locks.lease-validation-interval": s.LeaseValidationInterval,
 	} {
 		if d < 0 {
 			bad(key, d.String(), "a duration >= 0")

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
@@ -231,19 +232,30 @@ func RuntimeErrorInfo(text string) *ErrorInfo {
 	}
 }
 
-// ClientDesiresKeys is client-desires-keys (also "fire-and-forget").
+// ClientDesiresKeys is client-desires-keys. Client is who desires the
+// keys: usually the sender, but fire_and_forget names the pseudo-client
+// "fire-and-forget". Stream is the client whose stream carried the op
+// (empty: Client's); the op is ordered behind that stream's pending
+// update-graph, which is what defines the keys.
 type ClientDesiresKeys struct {
 	Base
 	Client string
+	Stream string
 	Keys   []protocol.Key
 }
 
-// ClientReleasesKeys is client-releases-keys.
+func (x *ClientDesiresKeys) stream() string { return cmp.Or(x.Stream, x.Client) }
+
+// ClientReleasesKeys is client-releases-keys; Client and Stream as for
+// ClientDesiresKeys.
 type ClientReleasesKeys struct {
 	Base
 	Client string
+	Stream string
 	Keys   []protocol.Key
 }
+
+func (x *ClientReleasesKeys) stream() string { return cmp.Or(x.Stream, x.Client) }
 
 // CancelKeys is cancel-keys; Reason and Msg are relayed to clients as is.
 type CancelKeys struct {

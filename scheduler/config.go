@@ -44,6 +44,10 @@ type Config struct {
 	Bandwidth float64
 	// DefaultDataSize is the nbytes of tasks never measured.
 	DefaultDataSize int64
+	// LeaseValidationInterval: how often Tick drops semaphore leases not
+	// refreshed within their lease timeout
+	// (distributed.scheduler.locks.lease-validation-interval, default 10s).
+	LeaseValidationInterval time.Duration
 	// ValidateInvariants checks every invariant after every Handle and panics with the
 	// task's story on a broken one (dask's validate flag). Tests turn it on.
 	ValidateInvariants bool
@@ -105,6 +109,9 @@ func (c *Config) Validate() error {
 	}
 	if c.DefaultDataSize <= 0 {
 		c.DefaultDataSize = 1024
+	}
+	if c.LeaseValidationInterval <= 0 {
+		c.LeaseValidationInterval = 10 * time.Second
 	}
 	if c.TransitionLogSize <= 0 {
 		c.TransitionLogSize = 100000

@@ -57,6 +57,18 @@ type State struct {
 	held       map[string][]Stimulus    // client -> stimuli held behind it
 	shuffles   shuffleExt               // P2P shuffle runs (shuffle.go)
 
+	// coordination extensions (semaphore.go, multilock.go, event.go,
+	// variable.go, sharedqueue.go, publish.go, metadata.go) and the RPCs
+	// they answer later (waits.go)
+	parkedRPCs map[int64]parked
+	sem        semaphoreExt
+	mlock      multiLockExt
+	events     map[string]*event
+	vars       variableExt
+	squeues    sharedQueueExt
+	publish    publishExt
+	metadata   *protocol.Map
+
 	log transitionLog
 
 	stream  taskStream // TaskStreamPlugin's records (taskstream.go)
@@ -210,6 +222,10 @@ func (s *State) dispatch(st Stimulus) {
 	case *Tick:
 		s.sid("check-worker-ttl")
 		s.handleTick()
+		s.checkLeaseTimeouts()
+	case *CancelWait:
+		s.sid("cancel-wait")
+		s.handleCancelWait(x)
 	case *LogEvent, *SubscribeTopic, *UnsubscribeTopic:
 		s.dispatchEvents(st)
 	case *RegisterPlugin, *UnregisterPlugin:
@@ -252,8 +268,18 @@ func (s *State) dispatchClient(st Stimulus) {
 		s.sid("restart")
 		s.handleRestart()
 	default:
-		s.logf(LogWarn, "", "", "", "unknown stimulus %T ignored", st)
+		if !s.dispatchCoordination(st) {
+			s.logf(LogWarn, "", "", "", "unknown stimulus %T ignored", st)
+		}
 	}
+}
+
+// dispatchCoordination routes the stimuli of the coordination extensions.
+func (s *State) dispatchCoordination(st Stimulus) bool {
+	s.sid("coordination")
+	return s.dispatchSemaphore(st) || s.dispatchMultiLock(st) || s.dispatchEvent(st) ||
+		s.dispatchVariable(st) || s.dispatchSharedQueue(st) || s.dispatchPublish(st) ||
+		s.dispatchMetadata(st)
 }
 
 func (s *State) dispatchShuffle(st Stimulus) {
@@ -284,8 +310,14 @@ func heldClient(st Stimulus) string {
 	case *UpdateGraph:
 		return x.Client
 	case *ClientDesiresKeys:
-		return x.Client
+		return x.stream()
 	case *ClientReleasesKeys:
+		return x.stream()
+	case *PublishFlush:
+		return x.Client
+	case *VariableFutureReceived:
+		return x.Client
+	case *QueueFutureRelease:
 		return x.Client
 	case *CancelKeys:
 		return x.Client

@@ -154,6 +154,7 @@ func engineConfig(st compat.SchedulerSettings) scheduler.Config {
 		Bandwidth:                    float64(st.Bandwidth),
 		DefaultDataSize:              st.DefaultDataSize,
 		ValidateInvariants:           st.ValidateInvariants,
+		LeaseValidationInterval:      st.LeaseValidationInterval,
 	}
 	if c.WorkerTTL == 0 { // null in dask config: never
 		c.WorkerTTL = -1

@@ -244,13 +244,13 @@ func clientStimulus(client string, m *protocol.Map, now time.Time) (scheduler.St
 		if who == "" {
 			who = client
 		}
-		st = &scheduler.ClientDesiresKeys{Base: b, Client: who, Keys: f.keys("keys")}
+		st = &scheduler.ClientDesiresKeys{Base: b, Client: who, Stream: client, Keys: f.keys("keys")}
 	case "client-releases-keys":
 		who := f.str("client")
 		if who == "" {
 			who = client
 		}
-		st = &scheduler.ClientReleasesKeys{Base: b, Client: who, Keys: f.keys("keys")}
+		st = &scheduler.ClientReleasesKeys{Base: b, Client: who, Stream: client, Keys: f.keys("keys")}
 	case "cancel-keys":
 		st = &scheduler.CancelKeys{Base: b, Client: client, Keys: f.keys("keys"), Force: f.bool("force"),
 			Reason: m.Get("reason"), Msg: m.Get("msg")}
@@ -270,11 +270,11 @@ func clientStimulus(client string, m *protocol.Map, now time.Time) (scheduler.St
 		st = &scheduler.SubscribeTopic{Base: b, Topic: f.str("topic"), Client: client}
 	case "unsubscribe-topic":
 		st = &scheduler.UnsubscribeTopic{Base: b, Topic: f.str("topic"), Client: client}
-	case "publish_flush_batched_send":
-		// Client._publish's flush marker: the reply is the stream's own ordering
-		return nil, false, nil
 	default:
-		return nil, false, fmt.Errorf("op %q is not supported by dask-go-scheduler on a client stream", op)
+		var known bool
+		if st, known = coordinationStreamStimulus(client, f, b); !known {
+			return nil, false, fmt.Errorf("op %q is not supported by dask-go-scheduler on a client stream", op)
+		}
 	}
 	if f.err != nil {
 		return nil, false, f.err

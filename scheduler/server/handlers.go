@@ -68,6 +68,9 @@ func (s *Server) handlers() map[string]comm.Handler {
 			h[op.Op] = unsupported(op)
 		}
 	}
+	for op, handler := range s.coordinationHandlers() {
+		h[op] = handler
+	}
 	return h
 }
 

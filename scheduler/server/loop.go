@@ -62,7 +62,7 @@ func (l *loop) run() {
 func (l *loop) handle(st scheduler.Stimulus) {
 	out := l.state.Handle(st)
 	l.dispatch(&out)
-	if to := replyTo(st); to != 0 && !answered(&out, to) {
+	if to := replyTo(st); to != 0 && !answered(&out, to) && !l.state.Parked(to) {
 		l.deliver(to, nil)
 	}
 	// The streams copied the message pointers: the engine may reuse the
@@ -192,16 +192,8 @@ func (l *loop) await(ctx context.Context, ev event) error {
 // call runs a stimulus that answers an RPC (it carries ReplyTo) and returns
 // the engine's reply.
 func (l *loop) call(ctx context.Context, mk func(replyTo int64) scheduler.Stimulus) (any, error) {
-	id := l.nextID.Add(1)
-	ch := make(chan any, 1)
-	l.replyMu.Lock()
-	l.replies[id] = ch
-	l.replyMu.Unlock()
-	defer func() {
-		l.replyMu.Lock()
-		delete(l.replies, id)
-		l.replyMu.Unlock()
-	}()
+	id, ch := l.register()
+	defer l.unregister(id)
 	l.submit(mk(id))
 	select {
 	case v := <-ch:
@@ -211,6 +203,22 @@ func (l *loop) call(ctx context.Context, mk func(replyTo int64) scheduler.Stimul
 	case <-l.srv.ctx.Done():
 		return nil, errShuttingDown
 	}
+}
+
+// register opens a reply slot for one RPC.
+func (l *loop) register() (int64, chan any) {
+	id := l.nextID.Add(1)
+	ch := make(chan any, 1)
+	l.replyMu.Lock()
+	l.replies[id] = ch
+	l.replyMu.Unlock()
+	return id, ch
+}
+
+func (l *loop) unregister(id int64) {
+	l.replyMu.Lock()
+	delete(l.replies, id)
+	l.replyMu.Unlock()
 }
 
 func (l *loop) deliver(to int64, v any) {
@@ -226,6 +234,9 @@ func (l *loop) deliver(to int64, v any) {
 }
 
 func replyTo(st scheduler.Stimulus) int64 {
+	if c, ok := st.(interface{ ReplyID() int64 }); ok {
+		return c.ReplyID()
+	}
 	switch x := st.(type) {
 	case *scheduler.WorkerHeartbeat:
 		return x.ReplyTo

@@ -10,8 +10,8 @@ import (
 // stream_handlers (with those its default extensions register) and what
 // dask-go-scheduler does with it. tests/test_handler_table.py checks it
 // against the installed distributed (through --list-ops), TestOpsTable
-// checks it against handlers() and the stream decoders, and OPS.md is
-// generated from it (go test ./scheduler/server -run TestOpsMarkdown -update).
+// checks it against handlers() and the stream decoders, and the README's op
+// table is generated from it (go test ./scheduler/server -run TestOpsMarkdown -update).
 var Ops = []OpInfo{
 	// ---- RPC handlers
 	rpc("adaptive_target", no("adaptive scaling (Adaptive, cluster managers' adapt)", "scale with a cluster manager's scale() or a fixed set of workers")),
@@ -25,17 +25,17 @@ var Ops = []OpInfo{
 	rpc("dump_cluster_state_to_url", no("Client.dump_cluster_state", "")),
 	rpc("dump_state", no("Scheduler.dump_state", "")),
 	rpc("echo", yes("")),
-	rpc("event_clear", coordination("distributed.Event")),
-	rpc("event_is_set", coordination("distributed.Event")),
-	rpc("event_set", coordination("distributed.Event")),
-	rpc("event_wait", coordination("distributed.Event")),
+	rpc("event_clear", yes("distributed.Event")),
+	rpc("event_is_set", yes("distributed.Event")),
+	rpc("event_set", yes("distributed.Event")),
+	rpc("event_wait", yes("distributed.Event")),
 	rpc("events", yes("Client.get_events")),
 	rpc("feed", python("Client.feed", "poll from the client instead")),
 	rpc("gather", yes("")),
 	rpc("get_cluster_state", no("Client.dump_cluster_state", "")),
 	rpc("get_error_cause", no("recreate_error_locally", "")),
 	rpc("get_logs", yes("Client.get_scheduler_logs")),
-	rpc("get_metadata", coordination("Client.get_metadata")),
+	rpc("get_metadata", yes("Client.get_metadata")),
 	rpc("get_runspec", no("recreate_error_locally", "")),
 	rpc("get_story", no("Client.story", "")),
 	rpc("get_task_prefix_states", no("task prefix states (dashboard)", "")),
@@ -49,8 +49,8 @@ var Ops = []OpInfo{
 	rpc("logs", yes("Client.get_scheduler_logs")),
 	rpc("memory_sampler_start", no("distributed.diagnostics.MemorySampler", "")),
 	rpc("memory_sampler_stop", no("distributed.diagnostics.MemorySampler", "")),
-	rpc("multi_lock_acquire", coordination("distributed.MultiLock")),
-	rpc("multi_lock_release", coordination("distributed.MultiLock")),
+	rpc("multi_lock_acquire", yes("distributed.MultiLock")),
+	rpc("multi_lock_release", yes("distributed.MultiLock")),
 	rpc("nbytes", no("Client.nbytes", "")),
 	rpc("ncores", yes("")),
 	rpc("ncores_running", yes("")),
@@ -58,14 +58,14 @@ var Ops = []OpInfo{
 	rpc("processing", yes("")),
 	rpc("profile", no("Client.profile", "")),
 	rpc("proxy", yes("actors")),
-	rpc("publish_delete", coordination("published datasets")),
-	rpc("publish_get", coordination("published datasets")),
-	rpc("publish_list", coordination("published datasets")),
-	rpc("publish_put", coordination("published datasets")),
-	rpc("queue_create", coordination("distributed.Queue")),
-	rpc("queue_get", coordination("distributed.Queue")),
-	rpc("queue_put", coordination("distributed.Queue")),
-	rpc("queue_qsize", coordination("distributed.Queue")),
+	rpc("publish_delete", yes("published datasets")),
+	rpc("publish_get", yes("published datasets")),
+	rpc("publish_list", yes("published datasets")),
+	rpc("publish_put", yes("published datasets")),
+	rpc("queue_create", yes("distributed.Queue")),
+	rpc("queue_get", yes("distributed.Queue")),
+	rpc("queue_put", yes("distributed.Queue")),
+	rpc("queue_qsize", yes("distributed.Queue")),
 	rpc("rebalance", yes("Client.rebalance (managed memory, no thresholds: see PlanRebalance)")),
 	rpc("register-client", yes("")),
 	rpc("register-worker", yes("")),
@@ -81,13 +81,13 @@ var Ops = []OpInfo{
 	rpc("retry", yes("")),
 	rpc("run_function", python("run_on_scheduler", "use Client.run (on workers) or run the function in the client")),
 	rpc("scatter", yes("")),
-	rpc("semaphore_acquire", coordination("distributed.Semaphore and Lock")),
-	rpc("semaphore_close", coordination("distributed.Semaphore and Lock")),
-	rpc("semaphore_refresh_leases", coordination("distributed.Semaphore and Lock")),
-	rpc("semaphore_register", coordination("distributed.Semaphore and Lock")),
-	rpc("semaphore_release", coordination("distributed.Semaphore and Lock")),
-	rpc("semaphore_value", coordination("distributed.Semaphore and Lock")),
-	rpc("set_metadata", coordination("Client.set_metadata")),
+	rpc("semaphore_acquire", yes("distributed.Semaphore and Lock")),
+	rpc("semaphore_close", yes("distributed.Semaphore and Lock")),
+	rpc("semaphore_refresh_leases", yes("distributed.Semaphore and Lock")),
+	rpc("semaphore_register", yes("distributed.Semaphore and Lock")),
+	rpc("semaphore_release", yes("distributed.Semaphore and Lock")),
+	rpc("semaphore_value", yes("distributed.Semaphore and Lock")),
+	rpc("set_metadata", yes("Client.set_metadata")),
 	rpc("set_resources", no("Client.set_resources (changing a worker's resources)", "start workers with --resources")),
 	rpc("set_restrictions", no("set_restrictions", "")),
 	rpc("shuffle_barrier", yes("P2P shuffle")),
@@ -103,8 +103,8 @@ var Ops = []OpInfo{
 	rpc("unregister_scheduler_plugin", python("scheduler plugins", "use a WorkerPlugin or run the logic in the client")),
 	rpc("unregister_worker_plugin", yes("Client.unregister_worker_plugin")),
 	rpc("update_data", yes("")),
-	rpc("variable_get", coordination("distributed.Variable")),
-	rpc("variable_set", coordination("distributed.Variable")),
+	rpc("variable_get", yes("distributed.Variable")),
+	rpc("variable_set", yes("distributed.Variable")),
 	rpc("versions", yes("")),
 	rpc("who_has", yes("")),
 	rpc("worker_logs", yes("Client.get_worker_logs")),
@@ -120,10 +120,9 @@ var Ops = []OpInfo{
 	stream("keep-alive", yes("nothing to do, as in distributed")),
 	stream("log-event", yes("Worker.log_event")),
 	stream("long-running", yes("secede")),
-	stream("publish_flush_batched_send", OpInfo{Status: StatusNoop, Feature: "published datasets",
-		Note: "accepted and dropped: the flush marker only matters to publish_put"}),
-	stream("queue-future-release", coordination("distributed.Queue")),
-	stream("queue_release", coordination("distributed.Queue")),
+	stream("publish_flush_batched_send", yes("published datasets (publish_put waits for it)")),
+	stream("queue-future-release", yes("distributed.Queue")),
+	stream("queue_release", yes("distributed.Queue")),
 	stream("release-worker-data", yes("")),
 	stream("report-key", yes("")),
 	stream("request-refresh-who-has", yes("")),
@@ -136,8 +135,8 @@ var Ops = []OpInfo{
 	stream("unsubscribe-topic", yes("Client.unsubscribe_topic")),
 	stream("update-data", yes("")),
 	stream("update-graph", yes("")),
-	stream("variable-future-received-confirm", coordination("distributed.Variable")),
-	stream("variable_delete", coordination("distributed.Variable")),
+	stream("variable-future-received-confirm", yes("distributed.Variable")),
+	stream("variable_delete", yes("distributed.Variable")),
 	stream("worker-status-change", yes("")),
 }
 
@@ -174,13 +173,6 @@ func no(feature, instead string) OpInfo {
 func python(feature, instead string) OpInfo {
 	return OpInfo{Status: StatusUnsupported, Feature: feature,
 		Note: insteadNote("it runs Python code inside the scheduler process, which is Go", instead)}
-}
-
-// coordination marks the ops of the coordination extensions, implemented
-// on another branch (issue 14, Lock/Semaphore/Event/Variable/Queue/
-// publish/metadata); the merge flips them.
-func coordination(feature string) OpInfo {
-	return OpInfo{Status: StatusUnsupported, Feature: feature, Note: "not implemented yet (coordination primitives)"}
 }
 
 func insteadNote(why, instead string) string {

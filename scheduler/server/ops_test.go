@@ -10,7 +10,7 @@ import (
 	"daskgo/protocol"
 )
 
-var update = flag.Bool("update", false, "rewrite OPS.md from Ops")
+var update = flag.Bool("update", false, "rewrite the README's op table from Ops")
 
 // TestOpsTable: every RPC handler is in Ops with the status it really has,
 // every stream op in Ops is decoded (implemented, no-op) or refused
@@ -64,19 +64,34 @@ func checkStreamOp(t *testing.T, op OpInfo) {
 	}
 }
 
-// TestOpsMarkdown: OPS.md is Ops rendered (-update rewrites it).
+// The README's op table sits between these markers.
+const (
+	readmePath = "../../README.md"
+	opsBegin   = "<!-- ops table: begin -->\n"
+	opsEnd     = "<!-- ops table: end -->\n"
+)
+
+// TestOpsMarkdown: the README's op table is Ops rendered (-update rewrites
+// it), so a new op in Ops, or a changed status, shows up in the README.
 func TestOpsMarkdown(t *testing.T) {
-	want := opsMarkdown()
-	if *update {
-		if err := os.WriteFile("OPS.md", []byte(want), 0o644); err != nil {
+	readme, err := os.ReadFile(readmePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(readme)
+	i, j := strings.Index(text, opsBegin), strings.Index(text, opsEnd)
+	if i < 0 || j < i {
+		t.Fatalf("README.md has no %q ... %q section", strings.TrimSpace(opsBegin), strings.TrimSpace(opsEnd))
+	}
+	got, want := text[i+len(opsBegin):j], opsMarkdown()
+	if *update && got != want {
+		text = text[:i+len(opsBegin)] + want + text[j:]
+		if err := os.WriteFile(readmePath, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
+		return
 	}
-	got, err := os.ReadFile("OPS.md")
-	if err != nil {
-		t.Fatalf("read OPS.md (run with -update): %v", err)
-	}
-	if string(got) != want {
-		t.Fatal("OPS.md is stale: go test ./scheduler/server -run TestOpsMarkdown -update")
+	if got != want {
+		t.Fatal("README.md's op table is stale: go test ./scheduler/server -run TestOpsMarkdown -update")
 	}
 }
