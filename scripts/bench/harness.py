@@ -260,7 +260,8 @@ def parse_args(argv=None):
         if c not in CONFIGS and c not in DIAGNOSTIC_CONFIGS:  # diagnostics: run them into their own --results
             ap.error(f"unknown configuration {c!r}; known: {', '.join([*CONFIGS, *DIAGNOSTIC_CONFIGS])}")
     args.memory_limit = parse_bytes(args.memory_limit)
-    args.repetitions = args.repetitions or (1 if args.smoke else 3)
+    if args.repetitions is None:  # 0 is allowed: e.g. the stock-array run alone (--overhead-only)
+        args.repetitions = 1 if args.smoke else 3
     args.workers = args.workers or (2 if args.smoke else 4)
     args.timeout = args.timeout or (60 if args.smoke else 900)
     args.reuse_cluster = args.reuse_cluster or args.smoke
