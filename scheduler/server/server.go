@@ -59,6 +59,7 @@ type Server struct {
 	rngMu    sync.Mutex
 	scatters uint64 // round-robin counter of scatter_to_workers
 	logRing  *logRing
+	memory   *memoryReturner
 	// replicaMu makes replicate and rebalance mutually exclusive
 	// (Scheduler._replica_lock).
 	replicaMu sync.Mutex
@@ -79,6 +80,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		serveErr: make(chan error, 1),
 		started:  time.Now(),
 		rng:      rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1)),
+		memory:   newMemoryReturner(),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	opts := &comm.Options{Compression: cfg.Compression}
@@ -111,6 +113,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	s.goRun(s.loop.run)
 	s.goRun(func() { s.forwardResults(results) })
 	s.goRun(s.tick)
+	s.goRun(func() { s.memory.run(s) })
 	go func() { s.serveErr <- s.rpc.Serve(lis) }()
 	return s, nil
 }

@@ -1,0 +1,53 @@
+package server
+
+import (
+	"runtime/debug"
+	"time"
+
+	"daskgo/scheduler"
+)
+
+// bigGraphTasks is the graph size after which the Go heap's free memory is
+// handed back to the OS. Applying a graph leaves behind what the helper's
+// chunks, their decoding and the conversion to task states used on the way
+// (on a 1M-task tree: 1,205 MiB resident for 820 MiB of live heap). The Go
+// runtime returns such pages only slowly, and a scheduler that stays
+// resident at its largest transient size holds that memory for its whole
+// life. A forced collection costs about one mark of the live heap, so it
+// is kept for graphs big enough for the transient to matter.
+const bigGraphTasks = 50_000
+
+// memoryReturner runs debug.FreeOSMemory (a full collection, then every
+// free page back to the OS) off the engine goroutine, at most one at a
+// time: kicks that arrive while one runs fold into the next.
+type memoryReturner struct {
+	kick chan struct{} // capacity 1
+}
+
+func newMemoryReturner() *memoryReturner {
+	return &memoryReturner{kick: make(chan struct{}, 1)}
+}
+
+// noteStimulus kicks the returner once a big graph has been applied.
+func (m *memoryReturner) noteStimulus(st scheduler.Stimulus) {
+	if gm, ok := st.(*scheduler.GraphMaterialized); ok && len(gm.Tasks) >= bigGraphTasks {
+		select {
+		case m.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// run is owned by the server (goRun) and exits with it.
+func (m *memoryReturner) run(s *Server) {
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-m.kick:
+		}
+		t0 := time.Now()
+		debug.FreeOSMemory()
+		s.log.Debug().Dur("took", time.Since(t0)).Msg("returned free heap memory to the OS after a big graph")
+	}
+}
