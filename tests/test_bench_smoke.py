@@ -118,3 +118,18 @@ def test_bench_waiting_smoke(tmp_path):
             assert r["run_spec_bytes"] > 0 and r["helper_settled_rss_bytes"] > 0, r
             assert "rss_per_task_beyond_run_spec" in r, r
     assert "B/task beyond run_spec" in (out / "waiting.md").read_text()
+
+
+@pytest.mark.timeout(180)
+def test_msgfloor_smoke(tmp_path):
+    """scripts/bench/msgfloor.py (the I/O stack's CPU per message, no engine)
+    runs: stock-comm peers get a reply to every message and the Go side's
+    CPU per message is reported."""
+    out = tmp_path / "floor.json"
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench" / "msgfloor.py"), "--duration", "2",
+                           "--repetitions", "1", "--json", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=150)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    rec = json.loads(out.read_text())["records"][0]
+    assert rec["messages_in"] > 0 and rec["replies"] == rec["sent"] == rec["messages_in"], rec
+    assert rec["cpu_us_per_msg"] > 0, rec

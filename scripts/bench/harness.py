@@ -242,7 +242,8 @@ def parse_args(argv=None):
                     help=f"with --workloads waiting: cases of {', '.join(waiting.CASES)}")
     ap.add_argument("--profile", type=Path, default=None,
                     help="write the Go scheduler's CPU and heap profiles and the helper's cProfile of each "
-                         "graph-path run into this directory (DIR/CASE-KIND-REP/)")
+                         "graph-path, waiting and stock-array run into this directory (DIR/CASE-KIND-REP/; "
+                         "heap.pprof.1 is taken at the end of the measured window)")
     ap.add_argument("--graph-path-schedulers", default="py,go",
                     help="with --workloads graph-path: which schedulers (default py,go; go alone is for profiling, "
                          "its results have no ratios)")
@@ -310,7 +311,7 @@ def main(argv=None) -> int:
         graph_path.write(out, paths, machine)
     if args.waiting:
         waits = waiting.run_all(tmp, args.waiting_cases, args.repetitions, args.smoke, timeout=args.timeout * 2,
-                                on_record=lambda r: waiting.write(out, r, machine))
+                                on_record=lambda r: waiting.write(out, r, machine), profile=args.profile)
         waiting.write(out, waits, machine)
         paths += waits
     if not args.overhead_only and args.workloads:
@@ -322,7 +323,8 @@ def main(argv=None) -> int:
             tmp, smoke=args.smoke, repetitions=args.repetitions, array_repetitions=args.array_repetitions,
             array_tasks=args.array_tasks,
             submit_repetitions=args.submit_repetitions,
-            on_record=lambda o: report.write(out, records, series, o, machine, with_plots=False))
+            on_record=lambda o: report.write(out, records, series, o, machine, with_plots=False),
+            profile=args.profile)
     if records or over:
         report.write(out, records, series, over, machine)
     failed = [r for r in records + over + paths if not r["ok"]]

@@ -68,12 +68,12 @@ def _measure(rec: dict, sampler: Sampler, cpu0: tuple, wall: float) -> None:
     )
 
 
-def zero_worker_runs(kind: str, tmp: Path, smoke: bool) -> list[dict]:
+def zero_worker_runs(kind: str, tmp: Path, smoke: bool, profile: Path | None = None) -> list[dict]:
     """Independent tasks, then a tree, on one scheduler with zero workers."""
     from distributed import Client, wait
 
     out = []
-    sched = Scheduler(kind, {}, tmp).start()
+    sched = Scheduler(kind, {}, tmp, profile=profile).start()
     zero = ZeroWorkers(tmp, sched.scheduler_file, ZERO_WORKERS, ZERO_THREADS).start()
     try:
         with Client(scheduler_file=str(sched.scheduler_file), timeout=60) as client:
@@ -121,7 +121,8 @@ def zero_worker_runs(kind: str, tmp: Path, smoke: bool) -> list[dict]:
     return out
 
 
-def stock_array_run(kind: str, tmp: Path, smoke: bool, array_tasks: int | None = None) -> dict:
+def stock_array_run(kind: str, tmp: Path, smoke: bool, array_tasks: int | None = None,
+                    profile: Path | None = None) -> dict:
     """A ~200k-task dask.array graph on 4 stock workers (smoke: 2, without
     nannies), end to end, after an untimed warm-up graph."""
     import dask
@@ -133,7 +134,7 @@ def stock_array_run(kind: str, tmp: Path, smoke: bool, array_tasks: int | None =
     tasks = len(dask.optimize(x)[0].__dask_graph__())
     rec = _record("stock-array", kind, tasks)
     n_workers = 2 if smoke else 4
-    sched = Scheduler(kind, {}, tmp).start()
+    sched = Scheduler(kind, {}, tmp, profile=profile).start()
     workers = Workers(tmp, sched.scheduler_file, n_workers, 2**30, nanny=not smoke).start()
     try:
         with Client(scheduler_file=str(sched.scheduler_file), timeout=60) as client:
@@ -147,6 +148,7 @@ def stock_array_run(kind: str, tmp: Path, smoke: bool, array_tasks: int | None =
             value = client.compute(x).result(timeout=1800)
             wall = time.perf_counter() - t0
             sampler.stop()
+            sched.snapshot_heap()
             _measure(rec, sampler, cpu0, wall)
             rec["ok"] = float(value) == float(n)
             if not rec["ok"]:
@@ -157,14 +159,14 @@ def stock_array_run(kind: str, tmp: Path, smoke: bool, array_tasks: int | None =
     return rec
 
 
-def submit_run(kind: str, tmp: Path, smoke: bool) -> dict:
+def submit_run(kind: str, tmp: Path, smoke: bool, profile: Path | None = None) -> dict:
     """A 1M-task graph on zero workers: submit -> first compute-task at a
     worker, and the scheduler's peak RSS up to 2 s after that."""
     from distributed import Client
 
     dsk, root = tree_graph(SIZES["submit-1m"][not smoke], "big")
     rec = _record("submit-to-first-task", kind, len(dsk))
-    sched = Scheduler(kind, {}, tmp).start()
+    sched = Scheduler(kind, {}, tmp, profile=profile).start()
     zero = ZeroWorkers(tmp, sched.scheduler_file, ZERO_WORKERS, ZERO_THREADS).start()
     try:
         with Client(scheduler_file=str(sched.scheduler_file), timeout=60) as client:
@@ -190,7 +192,7 @@ def submit_run(kind: str, tmp: Path, smoke: bool) -> dict:
 
 
 def run_all(tmp: Path, smoke: bool, repetitions: int = 1, array_repetitions: int = 1, array_tasks: int | None = None,
-            submit_repetitions: int = 1, on_record=lambda results: None) -> list[dict]:
+            submit_repetitions: int = 1, on_record=lambda results: None, profile: Path | None = None) -> list[dict]:
     """Every overhead benchmark for both schedulers, interleaved py, go, py,
     go, ...: `repetitions` times the zero-worker runs, `array_repetitions`
     times the stock-array run (18 min per Python run here: 4 stock workers
@@ -198,14 +200,16 @@ def run_all(tmp: Path, smoke: bool, repetitions: int = 1, array_repetitions: int
     GiB each on the Python scheduler). on_record(results so far) after each
     run, so that an interrupted run keeps what it measured."""
     results = []
-    array = lambda kind, d, smoke: stock_array_run(kind, d, smoke, array_tasks)  # noqa: E731
+    array = lambda kind, d, smoke, prof: stock_array_run(kind, d, smoke, array_tasks, prof)  # noqa: E731
+
     steps = [("zero", zero_worker_runs, repetitions), ("array", array, array_repetitions),
              ("submit", submit_run, submit_repetitions)]
     for label, fn, reps in steps:
         for rep, kind in ((r, k) for r in range(reps) for k in ("py", "go")):
             d = Path(tempfile.mkdtemp(prefix=f"overhead-{label}-{kind}-{rep}-", dir=tmp))
             try:
-                got = fn(kind, d, smoke)
+                prof = profile / f"{label}-{kind}-{rep}" if profile else None
+                got = fn(kind, d, smoke, prof)
                 got = got if isinstance(got, list) else [got]
             except Exception as e:  # noqa: BLE001 - recorded and fails the exit code
                 got = [{"benchmark": label, "scheduler": kind, "ok": False,

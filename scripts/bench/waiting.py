@@ -67,12 +67,12 @@ def wait_idle(sampler: Sampler, timeout: float) -> float:
         last_cpu, last_rss, last_t = cpu, rss, now
 
 
-def one_run(case: str, kind: str, n: int, tmp: Path, timeout: float) -> dict:
+def one_run(case: str, kind: str, n: int, tmp: Path, timeout: float, profile: Path | None = None) -> dict:
     from distributed import Client
 
     dsk, root = tree_graph(n, "wait")
     rec = {"case": case, "scheduler": kind, "tasks": len(dsk), "ok": False}
-    sched = Scheduler(kind, {}, tmp).start()
+    sched = Scheduler(kind, {}, tmp, profile=profile).start()
     try:
         with Client(scheduler_file=str(sched.scheduler_file), timeout=60) as client:
             sampler = Sampler([], sched.proc.pid).start()
@@ -83,6 +83,7 @@ def one_run(case: str, kind: str, n: int, tmp: Path, timeout: float) -> dict:
             future = client.get(dsk, root, sync=False)
             rec["settle_s"] = time.monotonic() - t0 + wait_idle(sampler, timeout)
             sampler.stop()
+            sched.snapshot_heap()  # with --profile: the Go heap holding the waiting graph
             cpu1 = sampler.scheduler_cpu()
             rec.update(
                 baseline_rss_bytes=base[0], helper_baseline_rss_bytes=base[1],
@@ -113,7 +114,7 @@ def one_run(case: str, kind: str, n: int, tmp: Path, timeout: float) -> dict:
 
 
 def run_all(tmp: Path, cases: list[str], repetitions: int, smoke: bool, timeout: float,
-            on_record=lambda results: None) -> list[dict]:
+            on_record=lambda results: None, profile: Path | None = None) -> list[dict]:
     """Interleaved: for each repetition, each case, py then go."""
     results = []
     for rep in range(repetitions):
@@ -121,7 +122,8 @@ def run_all(tmp: Path, cases: list[str], repetitions: int, smoke: bool, timeout:
             n = CASES[case][1 if smoke else 0]
             for kind in ("py", "go"):
                 d = Path(tempfile.mkdtemp(prefix=f"{NAME}-{case}-{kind}-{rep}-", dir=tmp))
-                rec = one_run(case, kind, n, d, timeout)
+                prof = profile / f"{case}-{kind}-{rep}" if profile else None
+                rec = one_run(case, kind, n, d, timeout, prof)
                 rec["repetition"] = rep
                 results.append(rec)
                 on_record(results)
