@@ -10,8 +10,22 @@ import (
 // log, plugins, and the replica plans behind replicate, rebalance and
 // retire_workers.
 
+// Nothing is recorded until the plugin exists (the first get_task_stream or
+// get_task_stream_index), as in distributed without a dashboard.
+func TestTaskStreamRecordsOnlyOnceStarted(t *testing.T) {
+	s := newTestState(t, withWorkers("w1:2"))
+	s.submit("c1", []GraphTask{task("a"), task("b")})
+	s.finish("w1", "a")
+	eq(t, s.TaskStreamIndex(), 0, "index before the plugin exists")
+	s.handle(&StartTaskStream{})
+	s.finish("w1", "b")
+	eq(t, s.TaskStreamIndex(), 1, "index once started")
+	eq(t, s.TaskStream(TaskStreamQuery{})[0].Get("key").(protocol.Key).String(), "b", "the record")
+}
+
 func TestTaskStreamRecordsFinishedAndErredRuns(t *testing.T) {
 	s := newTestState(t, withWorkers("w1:2"))
+	s.handle(&StartTaskStream{})
 	s.submit("c1", []GraphTask{task("a"), task("b")})
 	s.finish("w1", "a")
 	s.fail("w1", "b") // fail() sends no startstops: not recorded, as the plugin asserts them
@@ -30,6 +44,7 @@ func TestTaskStreamRecordsFinishedAndErredRuns(t *testing.T) {
 
 func TestTaskStreamErredAndQueries(t *testing.T) {
 	s := newTestState(t, withWorkers("w1:4"))
+	s.handle(&StartTaskStream{})
 	s.submit("c1", []GraphTask{task("a"), task("b"), task("c"), task("d")})
 	for i, key := range []string{"a", "b", "c"} {
 		ts := s.Task(k(key))
@@ -50,6 +65,7 @@ func TestTaskStreamErredAndQueries(t *testing.T) {
 
 func TestTaskStreamIsBounded(t *testing.T) {
 	s := newTestState(t, withWorkers("w1:8"), func(c *Config, _ *[]string) { c.TaskStreamLength = 3 })
+	s.handle(&StartTaskStream{})
 	s.submit("c1", rootTasks("x", 5))
 	for i := 0; i < 5; i++ {
 		key := protocol.StrKey("x-" + itoa(i))

@@ -230,6 +230,8 @@ func (s *State) dispatch(st Stimulus) {
 		s.dispatchEvents(st)
 	case *RegisterPlugin, *UnregisterPlugin:
 		s.dispatchPlugins(st)
+	case *StartTaskStream:
+		s.stream.on = true
 	default:
 		s.dispatchClient(st)
 	}

@@ -12,6 +12,12 @@ import (
 // plugin appends the task-finished/task-erred message of every
 // processing -> memory/erred transition to a bounded deque and counts the
 // appends; the count is the cursor the context manager uses.
+//
+// Like distributed's Scheduler._task_stream_plugin, the plugin exists, and
+// records, only from the first get_task_stream or get_task_stream_index
+// call on (StartTaskStream): a scheduler nobody asks for a task stream
+// keeps no record per task (on 100k tasks that was ~50 MiB and a copy of
+// every finished task's startstops).
 
 // TaskStreamRecord is one finished or erred run of a task, as the worker
 // reported it.
@@ -32,6 +38,7 @@ type TaskStreamRecord struct {
 // taskStream is the plugin's deque (a ring of at most max records) and
 // its index.
 type taskStream struct {
+	on    bool // the plugin exists: StartTaskStream was handled
 	buf   []TaskStreamRecord
 	head  int // position of the oldest record once buf is full
 	max   int
@@ -39,7 +46,7 @@ type taskStream struct {
 }
 
 func (t *taskStream) add(r TaskStreamRecord) {
-	if t.max <= 0 {
+	if !t.on || t.max <= 0 {
 		return
 	}
 	t.index++
@@ -65,6 +72,11 @@ func (s *State) recordRun(r TaskStreamRecord) {
 	r.StimulusID = s.stimulusID
 	s.stream.add(r)
 }
+
+// StartTaskStream adds the task stream plugin if it is not there yet
+// (Scheduler._task_stream_plugin); the outer ring sends it before each
+// get_task_stream and get_task_stream_index query.
+type StartTaskStream struct{ Base }
 
 // TaskStreamIndex is TaskStreamPlugin.index (Scheduler.get_task_stream_index).
 func (s *State) TaskStreamIndex() int { return s.stream.index }

@@ -71,14 +71,26 @@ func (s *Server) taskStream(ctx context.Context, req *comm.Request) (any, error)
 		return nil, fmt.Errorf("get_task_stream: start_index: %w", err)
 	}
 	var out []*protocol.Map
+	if err := s.startTaskStream(ctx); err != nil {
+		return nil, err
+	}
 	err = s.loop.query(ctx, func(st *scheduler.State) { out = st.TaskStream(q) })
 	return out, err
 }
 
 func (s *Server) taskStreamIndex(ctx context.Context, _ *comm.Request) (any, error) {
 	var n int
+	if err := s.startTaskStream(ctx); err != nil {
+		return nil, err
+	}
 	err := s.loop.query(ctx, func(st *scheduler.State) { n = st.TaskStreamIndex() })
 	return int64(n), err
+}
+
+// startTaskStream makes the engine record the task stream from now on
+// (a no-op once it does).
+func (s *Server) startTaskStream(ctx context.Context) error {
+	return s.loop.submitWait(ctx, &scheduler.StartTaskStream{Base: base("task-stream")})
 }
 
 func streamTime(v any) (*float64, error) {
