@@ -9,7 +9,7 @@ import time
 
 import pytest
 from distributed import Client, get_task_stream, wait
-from distributed.diagnostics.plugin import WorkerPlugin
+from distributed.diagnostics.plugin import NannyPlugin, WorkerPlugin
 
 from cluster import GoScheduler, Workers, wait_for
 
@@ -153,15 +153,53 @@ def test_worker_plugin_setup_runs_on_later_worker(client, cluster):
         client.unregister_worker_plugin("marker")
 
 
-def test_retire_workers_moves_data_first(client):
+def retire_and_check(client, name: str, n: int, by_address: bool) -> None:
+    """Put n results on worker `name` alone, retire it (by name or by
+    address, closing it), and check that it is gone and every result is
+    still there, held by others."""
     info = client.scheduler_info()["workers"]
-    w3 = next(a for a, w in info.items() if w["name"] == "w3")
-    futs = client.map(inc, range(20), workers=[w3], key=[f"ret-{i}" for i in range(20)])
+    address = next(a for a, w in info.items() if w["name"] == name)
+    futs = client.map(inc, range(n), workers=[address], key=[f"retire-{name}-{i}" for i in range(n)])
     wait(futs)
-    assert all(client.who_has(futs)[f.key] == (w3,) or list(client.who_has(futs)[f.key]) == [w3] for f in futs)
-    retired = client.retire_workers(names=["w3"], close_workers=True)
-    assert list(retired) == [w3]
-    assert w3 not in client.scheduler_info()["workers"]
-    assert client.gather(futs) == [i + 1 for i in range(20)]
-    for holders in client.who_has(futs).values():
-        assert holders and w3 not in holders
+    assert all(list(holders) == [address] for holders in client.who_has(futs).values())
+    if by_address:
+        retired = client.retire_workers(workers=[address], close_workers=True)
+    else:
+        retired = client.retire_workers(names=[name], close_workers=True)
+    assert list(retired) == [address]
+    assert address not in client.scheduler_info()["workers"]
+    assert client.gather(futs) == [i + 1 for i in range(n)]
+    assert all(holders and address not in holders for holders in client.who_has(futs).values())
+
+
+def test_retire_workers_moves_data_first(client):
+    retire_and_check(client, "w3", 20, by_address=False)
+
+
+class NannyMarker(NannyPlugin):
+    def __init__(self, directory):
+        self.directory = directory
+
+    def setup(self, nanny):
+        import pathlib
+        pathlib.Path(self.directory, f"nanny-{nanny.name}").write_text(nanny.address)
+
+
+def test_nanny_plugin_setup_runs_on_current_and_later_nannies(client, cluster):
+    """A NannyPlugin goes to the running nannies at once and, through the
+    register_nanny reply, to a nanny that starts later."""
+    sched, workers, tmp = cluster
+    marks = tmp / "nanny-marks"
+    marks.mkdir()
+    before = {w["name"] for w in client.scheduler_info()["workers"].values()}
+    client.register_plugin(NannyMarker(str(marks)), name="nanny-marker")
+    assert {p.name for p in marks.iterdir()} == {f"nanny-{n}" for n in before}
+    workers.start(sched.address, "w4")
+    client.wait_for_workers(len(before) + 1, timeout=60)
+    wait_for(lambda: (marks / "nanny-w4").exists(), 30, "nanny plugin setup on the late nanny")
+
+
+def test_retire_workers_by_address(client):
+    """retire_workers(workers=[address]) moves the data the worker alone
+    holds, then removes and closes it."""
+    retire_and_check(client, "w4", 10, by_address=True)
