@@ -72,7 +72,7 @@ type State struct {
 	log transitionLog
 
 	stream  taskStream // TaskStreamPlugin's records (taskstream.go)
-	broker  broker     // the event log per topic (events.go)
+	broker  broker     // the event log per topic (eventlog.go)
 	plugins plugins    // worker and nanny plugins (plugins.go)
 
 	// per-Handle context
