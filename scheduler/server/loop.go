@@ -68,7 +68,7 @@ func (l *loop) handle(st scheduler.Stimulus) {
 	// The streams copied the message pointers: the engine may reuse the
 	// outbox's maps and slices (about 3 allocations per task less).
 	l.state.Recycle(&out)
-	l.srv.memory.noteStimulus(st)
+	l.srv.memory.noteStimulus(st, l.state.NumTasks())
 }
 
 func (l *loop) dispatch(out *scheduler.Outbox) {

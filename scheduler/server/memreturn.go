@@ -19,22 +19,40 @@ const bigGraphTasks = 50_000
 
 // memoryReturner runs debug.FreeOSMemory (a full collection, then every
 // free page back to the OS) off the engine goroutine, at most one at a
-// time: kicks that arrive while one runs fold into the next.
+// time: kicks that arrive while one runs fold into the next. It is kicked
+// after a big graph is applied and after the scheduler has forgotten as
+// many tasks (a cancelled or released graph): in both cases the heap has
+// pages the runtime would otherwise keep for a long time.
 type memoryReturner struct {
 	kick chan struct{} // capacity 1
+	// high is the most tasks the engine held since the last kick for
+	// forgotten tasks; only the engine goroutine (noteStimulus) touches it.
+	high int
 }
 
 func newMemoryReturner() *memoryReturner {
 	return &memoryReturner{kick: make(chan struct{}, 1)}
 }
 
-// noteStimulus kicks the returner once a big graph has been applied.
-func (m *memoryReturner) noteStimulus(st scheduler.Stimulus) {
+// noteStimulus runs on the engine goroutine after each stimulus, with the
+// number of tasks the engine holds after it: it kicks the returner once a
+// big graph has been applied, or once bigGraphTasks tasks have been
+// forgotten since the high-water mark.
+func (m *memoryReturner) noteStimulus(st scheduler.Stimulus, tasks int) {
 	if gm, ok := st.(*scheduler.GraphMaterialized); ok && len(gm.Tasks) >= bigGraphTasks {
-		select {
-		case m.kick <- struct{}{}:
-		default:
-		}
+		m.signal()
+	}
+	m.high = max(m.high, tasks)
+	if m.high-tasks >= bigGraphTasks {
+		m.high = tasks
+		m.signal()
+	}
+}
+
+func (m *memoryReturner) signal() {
+	select {
+	case m.kick <- struct{}{}:
+	default:
 	}
 }
 

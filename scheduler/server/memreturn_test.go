@@ -10,15 +10,36 @@ import (
 // while one is pending fold into it.
 func TestMemoryReturnerKicksOnBigGraphsOnly(t *testing.T) {
 	m := newMemoryReturner()
-	m.noteStimulus(&scheduler.GraphMaterialized{Tasks: make([]scheduler.GraphTask, bigGraphTasks-1)})
-	m.noteStimulus(&scheduler.AddClient{Client: "c"})
+	m.noteStimulus(&scheduler.GraphMaterialized{Tasks: make([]scheduler.GraphTask, bigGraphTasks-1)}, bigGraphTasks-1)
+	m.noteStimulus(&scheduler.AddClient{Client: "c"}, bigGraphTasks-1)
 	if len(m.kick) != 0 {
 		t.Fatal("a small graph or another stimulus kicked the memory returner")
 	}
 	big := &scheduler.GraphMaterialized{Tasks: make([]scheduler.GraphTask, bigGraphTasks)}
-	m.noteStimulus(big)
-	m.noteStimulus(big)
+	m.noteStimulus(big, 2*bigGraphTasks)
+	m.noteStimulus(big, 3*bigGraphTasks)
 	if len(m.kick) != 1 {
 		t.Fatalf("two big graphs left %d kicks pending, want 1", len(m.kick))
+	}
+}
+
+// Forgetting bigGraphTasks tasks from the high-water mark kicks it, once;
+// forgetting fewer does not.
+func TestMemoryReturnerKicksAfterBigReleases(t *testing.T) {
+	m := newMemoryReturner()
+	other := &scheduler.AddClient{Client: "c"}
+	m.noteStimulus(other, 3*bigGraphTasks)
+	m.noteStimulus(other, 2*bigGraphTasks+1)
+	if len(m.kick) != 0 {
+		t.Fatal("forgetting fewer than bigGraphTasks tasks kicked the memory returner")
+	}
+	m.noteStimulus(other, 2*bigGraphTasks)
+	if len(m.kick) != 1 {
+		t.Fatal("forgetting bigGraphTasks tasks did not kick the memory returner")
+	}
+	<-m.kick
+	m.noteStimulus(other, 2*bigGraphTasks-10)
+	if len(m.kick) != 0 {
+		t.Fatal("the high-water mark was not reset after the kick")
 	}
 }
