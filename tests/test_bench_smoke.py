@@ -133,3 +133,19 @@ def test_msgfloor_smoke(tmp_path):
     rec = json.loads(out.read_text())["records"][0]
     assert rec["messages_in"] > 0 and rec["replies"] == rec["sent"] == rec["messages_in"], rec
     assert rec["cpu_us_per_msg"] > 0, rec
+
+
+@pytest.mark.timeout(180)
+def test_soak_smoke(tmp_path):
+    """scripts/bench/soak.py runs rounds of a cancelled graph on both
+    schedulers and records the RSS after each, the Go helper's apart."""
+    out = tmp_path / "soak.json"
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench" / "soak.py"), "--rounds", "2",
+                           "--tasks", "2000", "--settle", "1", "--json", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=150)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    recs = json.loads(out.read_text())["records"]
+    assert [(r["scheduler"], r["round"]) for r in recs] == [
+        (k, r) for k in ("py", "go") for r in ("start", 0, 1)]
+    assert all(r["rss_bytes"] > 0 for r in recs), recs
+    assert all(r["helper_rss_bytes"] > 0 for r in recs if r["scheduler"] == "go"), recs
