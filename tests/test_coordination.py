@@ -161,6 +161,9 @@ def test_multilock(client):
     b = MultiLock(names=["ml-b", "ml-c"])
     assert a.acquire(timeout=5)
     assert not b.acquire(timeout=0.3)
+    t0 = time.monotonic()
+    assert not b.acquire(blocking=False)  # sent as timeout=0: must not wait for the holder
+    assert time.monotonic() - t0 < 5
     c = MultiLock(names=["ml-c"])
     assert c.acquire(timeout=5)  # ml-c is free
     c.release()

@@ -54,7 +54,9 @@ func (s *Server) replicate(ctx context.Context, req *comm.Request) (any, error) 
 		if plan.Done {
 			return nil, nil
 		}
-		if failed := s.gatherOnWorkers(ctx, plan.Gather); failed == countKeys(plan.Gather) {
+		// every round must add a replica, or the loop would never end (a
+		// key copied to several recipients fails once per recipient)
+		if _, failedCopies := s.gatherOnWorkersKeys(ctx, plan.Gather); failedCopies == countCopies(plan.Gather) {
 			return nil, fmt.Errorf("replicate: no copy succeeded in round %d; see the scheduler log", round+1)
 		}
 	}
@@ -89,7 +91,7 @@ func (s *Server) rebalance(ctx context.Context, req *comm.Request) (any, error) 
 		}
 		gather[m.To][m.Key] = []string{m.From}
 	}
-	failedKeys := s.gatherOnWorkersKeys(ctx, gather)
+	failedKeys, _ := s.gatherOnWorkersKeys(ctx, gather)
 	drop := map[string][]protocol.Key{}
 	var failed []protocol.Key
 	for _, m := range moves {
@@ -106,7 +108,8 @@ func (s *Server) rebalance(ctx context.Context, req *comm.Request) (any, error) 
 	return protocol.NewMap("status", "OK"), nil
 }
 
-func countKeys(p scheduler.WhoHasPlan) int {
+// countCopies is how many (recipient, key) copies a plan asks for.
+func countCopies(p scheduler.WhoHasPlan) int {
 	n := 0
 	for _, who := range p {
 		n += len(who)
@@ -114,15 +117,13 @@ func countKeys(p scheduler.WhoHasPlan) int {
 	return n
 }
 
-func (s *Server) gatherOnWorkers(ctx context.Context, plan scheduler.WhoHasPlan) int {
-	return len(s.gatherOnWorkersKeys(ctx, plan))
-}
-
 // gatherOnWorkersKeys runs gather_on_worker for every recipient
-// concurrently and returns the keys that failed.
-func (s *Server) gatherOnWorkersKeys(ctx context.Context, plan scheduler.WhoHasPlan) map[protocol.Key]bool {
+// concurrently; it returns the keys that failed somewhere and how many
+// (recipient, key) copies failed.
+func (s *Server) gatherOnWorkersKeys(ctx context.Context, plan scheduler.WhoHasPlan) (map[protocol.Key]bool, int) {
 	var mu sync.Mutex
 	failed := map[protocol.Key]bool{}
+	copies := 0
 	var wg sync.WaitGroup
 	for w, who := range plan {
 		wg.Add(1)
@@ -131,13 +132,14 @@ func (s *Server) gatherOnWorkersKeys(ctx context.Context, plan scheduler.WhoHasP
 			bad := s.gatherOnWorker(ctx, w, who)
 			mu.Lock()
 			defer mu.Unlock()
+			copies += len(bad)
 			for _, k := range bad {
 				failed[k] = true
 			}
 		}()
 	}
 	wg.Wait()
-	return failed
+	return failed, copies
 }
 
 // gatherOnWorker mirrors Scheduler.gather_on_worker: the worker fetches

@@ -38,7 +38,7 @@ func (l *loop) callWait(ctx context.Context, conn *comm.Conn, timeout time.Durat
 	defer l.unregister(id)
 	l.submit(mk(id))
 	var deadline <-chan time.Time
-	if timeout > 0 {
+	if timeout >= 0 { // 0 is blocking=False: the engine answers at once, or the timer cancels the wait
 		t := time.NewTimer(timeout)
 		defer t.Stop()
 		deadline = t.C
