@@ -60,12 +60,8 @@ func (s *State) dispatchPlugins(st Stimulus) {
 
 // HasPlugin reports whether a plugin of that kind and name is stored.
 func (s *State) HasPlugin(kind PluginKind, name string) bool {
-	for _, e := range s.plugins.of(kind).Entries {
-		if e.Key == name {
-			return true
-		}
-	}
-	return false
+	_, ok := s.plugins.of(kind).Lookup(name)
+	return ok
 }
 
 // Plugins returns a copy of the stored plugins of a kind, {name: pickle}

@@ -106,7 +106,7 @@ func (s *State) handleTaskFinished(x *TaskFinished) {
 		s.finArgs = transArgs{worker: x.Worker, ws: ws, nbytes: x.NBytes, typ: x.Type, typeName: x.TypeName, startStops: x.StartStops}
 		s.transition(ts, StatusMemory, &s.finArgs)
 		s.finArgs = transArgs{}
-		if ts.state == StatusMemory {
+		if ts.state == StatusMemory && s.stream.on {
 			s.recordRun(TaskStreamRecord{Key: x.Key, Worker: x.Worker, Status: "OK", NBytes: x.NBytes,
 				TypeName: x.TypeName, Thread: x.Thread, RunID: x.RunID, StartStops: x.StartStops})
 		}
@@ -136,9 +136,11 @@ func (s *State) handleTaskErred(x *TaskErred) {
 				worker: x.Worker, cause: ts, exception: x.Exception, traceback: x.Traceback,
 				exceptionText: x.ExceptionText, tracebackText: x.TracebackText,
 			})
-			s.recordRun(TaskStreamRecord{Key: x.Key, Worker: x.Worker, Status: "error", Thread: x.Thread,
-				RunID: x.RunID, StartStops: x.StartStops, ExceptionText: x.ExceptionText,
-				TracebackText: x.TracebackText})
+			if s.stream.on {
+				s.recordRun(TaskStreamRecord{Key: x.Key, Worker: x.Worker, Status: "error", Thread: x.Thread,
+					RunID: x.RunID, StartStops: x.StartStops, ExceptionText: x.ExceptionText,
+					TracebackText: x.TracebackText})
+			}
 		}
 	}
 	s.runTransitions()

@@ -46,7 +46,7 @@ type taskStream struct {
 }
 
 func (t *taskStream) add(r TaskStreamRecord) {
-	if !t.on || t.max <= 0 {
+	if t.max <= 0 {
 		return
 	}
 	t.index++
@@ -65,6 +65,8 @@ func (t *taskStream) at(i int) *TaskStreamRecord { return &t.buf[(t.head+i)%len(
 
 // recordRun appends the run that just left processing (TaskStreamPlugin
 // .transition asserts startstops; a run without any is not recorded).
+// Callers check stream.on first, so that a scheduler without the plugin
+// does not even build the record of each finished task.
 func (s *State) recordRun(r TaskStreamRecord) {
 	if len(r.StartStops) == 0 {
 		return

@@ -237,15 +237,6 @@ func (s *State) variableDelete(name string) {
 	s.removeClient(variableClient(name))
 }
 
-// VariableNames lists the variables set (tests).
-func (s *State) VariableNames() []string {
-	out := make([]string, 0, len(s.vars.vars))
-	for name := range s.vars.vars {
-		out = append(out, name)
-	}
-	return out
-}
-
 func removeID(ids []int64, id int64) []int64 {
 	for i, x := range ids {
 		if x == id {

@@ -120,16 +120,21 @@ def test_bench_waiting_smoke(tmp_path):
     assert "B/task beyond run_spec" in (out / "waiting.md").read_text()
 
 
+def run_script(script: str, *args: str) -> None:
+    """Run scripts/bench/SCRIPT ARGS with this interpreter within 150 s and
+    require exit 0."""
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench" / script), *args],
+                          cwd=ROOT, capture_output=True, text=True, timeout=150)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+
 @pytest.mark.timeout(180)
 def test_msgfloor_smoke(tmp_path):
     """scripts/bench/msgfloor.py (the I/O stack's CPU per message, no engine)
     runs: stock-comm peers get a reply to every message and the Go side's
     CPU per message is reported."""
     out = tmp_path / "floor.json"
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench" / "msgfloor.py"), "--duration", "2",
-                           "--repetitions", "1", "--json", str(out)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=150)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run_script("msgfloor.py", "--duration", "2", "--repetitions", "1", "--json", str(out))
     rec = json.loads(out.read_text())["records"][0]
     assert rec["messages_in"] > 0 and rec["replies"] == rec["sent"] == rec["messages_in"], rec
     assert rec["cpu_us_per_msg"] > 0, rec
@@ -140,10 +145,7 @@ def test_soak_smoke(tmp_path):
     """scripts/bench/soak.py runs rounds of a cancelled graph on both
     schedulers and records the RSS after each, the Go helper's apart."""
     out = tmp_path / "soak.json"
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench" / "soak.py"), "--rounds", "2",
-                           "--tasks", "2000", "--settle", "1", "--json", str(out)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=150)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run_script("soak.py", "--rounds", "2", "--tasks", "2000", "--settle", "1", "--json", str(out))
     recs = json.loads(out.read_text())["records"]
     assert [(r["scheduler"], r["round"]) for r in recs] == [
         (k, r) for k in ("py", "go") for r in ("start", 0, 1)]

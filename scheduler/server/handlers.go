@@ -12,10 +12,22 @@ import (
 	"daskgo/scheduler"
 )
 
-// handlers is the RPC table (Scheduler.__init__'s self.handlers). Ops
-// marked unsupported in Ops (ops.go) fail with a message that names the
-// feature and why.
+// handlers is the RPC table (Scheduler.__init__'s self.handlers): the
+// implemented handlers, and for every op marked unsupported in Ops
+// (ops.go) one that fails with a message naming the feature and why.
 func (s *Server) handlers() map[string]comm.Handler {
+	h := s.implementedHandlers()
+	for _, op := range Ops {
+		if op.Kind == "rpc" && op.Status == StatusUnsupported && h[op.Op] == nil {
+			h[op.Op] = unsupported(op)
+		}
+	}
+	return h
+}
+
+// implementedHandlers are the RPC ops with a real handler. TestOpsTable
+// checks that no op Ops marks unsupported is among them.
+func (s *Server) implementedHandlers() map[string]comm.Handler {
 	h := map[string]comm.Handler{
 		"identity":         s.identity,
 		"echo":             comm.Echo,
@@ -62,11 +74,6 @@ func (s *Server) handlers() map[string]comm.Handler {
 		"shuffle_get":           s.shuffleGet,
 		"shuffle_barrier":       s.shuffleBarrier,
 		"shuffle_restrict_task": s.shuffleRestrictTask,
-	}
-	for _, op := range Ops {
-		if op.Kind == "rpc" && op.Status == StatusUnsupported {
-			h[op.Op] = unsupported(op)
-		}
 	}
 	for op, handler := range s.coordinationHandlers() {
 		h[op] = handler

@@ -17,7 +17,7 @@ var update = flag.Bool("update", false, "rewrite the README's op table from Ops"
 // (unsupported), and no op is listed twice.
 func TestOpsTable(t *testing.T) {
 	s := &Server{}
-	h := s.handlers()
+	h, real := s.handlers(), s.implementedHandlers()
 	seen := map[string]bool{}
 	for _, op := range Ops {
 		id := op.Kind + ":" + op.Op
@@ -32,6 +32,12 @@ func TestOpsTable(t *testing.T) {
 		case "rpc":
 			if h[op.Op] == nil {
 				t.Errorf("%s has no handler", id)
+			}
+			if op.Status == StatusUnsupported && real[op.Op] != nil {
+				t.Errorf("%s is marked unsupported but has a real handler", id)
+			}
+			if op.Status != StatusUnsupported && real[op.Op] == nil {
+				t.Errorf("%s is marked %s but has no real handler", id, op.Status)
 			}
 		case "stream":
 			checkStreamOp(t, op)

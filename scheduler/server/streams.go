@@ -108,11 +108,7 @@ func (s *Server) readStream(conn *comm.Conn, convert streamOp, log zerolog.Logge
 }
 
 func (s *Server) submitStimuli(stims []scheduler.Stimulus) {
-	switch len(stims) {
-	case 0:
-	case 1:
-		s.loop.submit(stims[0])
-	default:
+	if len(stims) > 0 {
 		s.loop.submitBatch(stims)
 	}
 }

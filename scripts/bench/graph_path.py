@@ -28,12 +28,11 @@ import json
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import traceback
 from pathlib import Path
 
-from procs import BENCH, Sampler, Scheduler, Workers, python_env, stop
+from procs import BENCH, Sampler, Scheduler, Workers, python_env, run_interleaved, stop
 from report import runs_table, write_named
 
 NAME = "graph-path"
@@ -120,24 +119,18 @@ def run_all(tmp: Path, cases: list[str], repetitions: int, smoke: bool, python_1
             timeout: float, on_record=lambda results: None, profile: Path | None = None,
             schedulers: tuple[str, ...] = ("py", "go")) -> list[dict]:
     """Interleaved: for each repetition, each case, py then go."""
-    results = []
-    for rep in range(repetitions):
-        for case in cases:
-            size = CASES[case][1 if smoke else 0]
-            # tree-1m on Python: many minutes and GiB; once, in the first repetition, if asked
-            kinds = tuple(k for k in schedulers if k == "go" or case != "tree-1m" or (python_1m and rep == 0))
-            for kind in kinds:
-                d = Path(tempfile.mkdtemp(prefix=f"{NAME}-{case}-{kind}-{rep}-", dir=tmp))
-                prof = profile / f"{case}-{kind}-{rep}" if profile else None
-                rec = one_run(case, kind, size, d, timeout, prof)
-                rec["repetition"] = rep
-                results.append(rec)
-                on_record(results)
-                print(f"  {NAME} {case:10} {kind} rep {rep}: " + (
-                    f"{rec['wall_s']:7.2f} s  cpu {rec['cpu_s']:6.2f} s (sched {rec['scheduler_cpu_s']:.2f} + "
-                    f"helper {rec['helper_cpu_s']:.2f})  peak RSS {rec['peak_rss_bytes'] / 2**20:6.0f} MiB"
-                    if rec["ok"] else f"FAILED {rec.get('error')}"), flush=True)
-    return results
+    def kinds(case: str, rep: int) -> tuple[str, ...]:
+        # tree-1m on Python: many minutes and GiB; once, in the first repetition, if asked
+        return tuple(k for k in schedulers if k == "go" or case != "tree-1m" or (python_1m and rep == 0))
+
+    def describe(rec: dict) -> str:
+        return (f"{rec['wall_s']:7.2f} s  cpu {rec['cpu_s']:6.2f} s (sched {rec['scheduler_cpu_s']:.2f} + "
+                f"helper {rec['helper_cpu_s']:.2f})  peak RSS {rec['peak_rss_bytes'] / 2**20:6.0f} MiB")
+
+    return run_interleaved(
+        tmp, NAME, cases, repetitions, kinds,
+        lambda case, kind, d, prof: one_run(case, kind, CASES[case][1 if smoke else 0], d, timeout, prof),
+        describe, on_record, profile)
 
 
 # ---- report ------------------------------------------------------------------

@@ -34,7 +34,6 @@ import json
 import os
 import pickle
 import selectors
-import signal
 import statistics
 import subprocess
 import sys
@@ -42,6 +41,8 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+
+from procs import stop
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = "./scripts/bench/msgfloor"
@@ -65,18 +66,6 @@ def read_line(proc: subprocess.Popen, timeout: float) -> str:
     if not line:
         raise RuntimeError(f"msgfloor exited (rc={proc.poll()}) without output")
     return line.strip()
-
-
-def stop(proc: subprocess.Popen, grace: float = 5.0) -> None:
-    """Stop exactly this child, by its PID: SIGTERM, wait, then SIGKILL."""
-    if proc.poll() is not None:
-        return
-    try:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 def task_finished(token: str, i: int) -> dict:
@@ -186,7 +175,7 @@ def run_once(binary: str, args: argparse.Namespace, rep: int) -> dict:
         report = json.loads(read_line(proc, 15))
         proc.wait(timeout=10)
     finally:
-        stop(proc)
+        stop(proc, grace=5)
     n = report["messages_in"]
     if n == 0:
         raise RuntimeError(f"repetition {rep}: the Go side received no message: {report}")

@@ -15,6 +15,7 @@ import json
 import os
 import signal
 import subprocess
+import tempfile
 import sys
 import threading
 import time
@@ -97,6 +98,29 @@ def wait_for(predicate, timeout: float, what: str, proc: subprocess.Popen | None
             raise RuntimeError(f"{what}: process {proc.pid} exited with {proc.returncode}")
         time.sleep(0.05)
     raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
+
+
+def run_interleaved(tmp: Path, name: str, cases: list[str], repetitions: int, kinds, run, describe,
+                    on_record=lambda results: None, profile: Path | None = None) -> list[dict]:
+    """The case benchmarks' schedule (graph-path, waiting): for each
+    repetition, each case, each scheduler kinds(case, rep) lists (py, then
+    go), run(case, kind, directory, profile directory or None) in a fresh
+    directory under tmp. Each record gets its repetition, on_record sees the
+    results so far, and a progress line is printed (describe(record) for a
+    run that succeeded)."""
+    results = []
+    for rep in range(repetitions):
+        for case in cases:
+            for kind in kinds(case, rep):
+                d = Path(tempfile.mkdtemp(prefix=f"{name}-{case}-{kind}-{rep}-", dir=tmp))
+                prof = profile / f"{case}-{kind}-{rep}" if profile else None
+                rec = run(case, kind, d, prof)
+                rec["repetition"] = rep
+                results.append(rec)
+                on_record(results)
+                print(f"  {name} {case:12} {kind} rep {rep}: "
+                      + (describe(rec) if rec["ok"] else f"FAILED {rec.get('error')}"), flush=True)
+    return results
 
 
 def tail(path: Path, n: int = 3000) -> str:

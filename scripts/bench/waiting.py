@@ -22,13 +22,12 @@ pickled object inside its TaskState); its figure is the whole delta.
 from __future__ import annotations
 
 import json
-import tempfile
 import time
 import traceback
 from pathlib import Path
 
 from overhead import tree_graph
-from procs import Sampler, Scheduler
+from procs import Sampler, Scheduler, run_interleaved
 from report import group_medians, runs_table, write_named
 
 NAME = "waiting"
@@ -116,23 +115,17 @@ def one_run(case: str, kind: str, n: int, tmp: Path, timeout: float, profile: Pa
 def run_all(tmp: Path, cases: list[str], repetitions: int, smoke: bool, timeout: float,
             on_record=lambda results: None, profile: Path | None = None) -> list[dict]:
     """Interleaved: for each repetition, each case, py then go."""
-    results = []
-    for rep in range(repetitions):
-        for case in cases:
-            n = CASES[case][1 if smoke else 0]
-            for kind in ("py", "go"):
-                d = Path(tempfile.mkdtemp(prefix=f"{NAME}-{case}-{kind}-{rep}-", dir=tmp))
-                prof = profile / f"{case}-{kind}-{rep}" if profile else None
-                rec = one_run(case, kind, n, d, timeout, prof)
-                rec["repetition"] = rep
-                results.append(rec)
-                on_record(results)
-                print(f"  {NAME} {case:12} {kind} rep {rep}: " + (
-                    f"settled in {rec['settle_s']:6.1f} s, {rec['rss_per_task']:7.0f} B/task"
-                    + (f" ({rec['rss_per_task_beyond_run_spec']:.0f} beyond {rec['run_spec_per_task']:.0f} of "
-                       f"run_spec), helper {rec['helper_settled_rss_bytes'] / 2**20:.0f} MiB" if kind == "go" else "")
-                    if rec["ok"] else f"FAILED {rec.get('error')}"), flush=True)
-    return results
+    def describe(rec: dict) -> str:
+        line = f"settled in {rec['settle_s']:6.1f} s, {rec['rss_per_task']:7.0f} B/task"
+        if rec["scheduler"] == "go":
+            line += (f" ({rec['rss_per_task_beyond_run_spec']:.0f} beyond {rec['run_spec_per_task']:.0f} of "
+                     f"run_spec), helper {rec['helper_settled_rss_bytes'] / 2**20:.0f} MiB")
+        return line
+
+    return run_interleaved(
+        tmp, NAME, cases, repetitions, lambda case, rep: ("py", "go"),
+        lambda case, kind, d, prof: one_run(case, kind, CASES[case][1 if smoke else 0], d, timeout, prof),
+        describe, on_record, profile)
 
 
 # ---- report ------------------------------------------------------------------
