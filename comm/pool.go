@@ -190,6 +190,21 @@ func (p *Pool) release(c *Conn) {
 	<-p.slots
 }
 
+// Remove closes the idle connections to addr: the peer at addr left
+// (distributed's Scheduler.remove_worker calls rpc.remove). Without it
+// they stay open until the pool fills, one or more fds per worker that
+// ever served data. A connection to addr in use now is kept or closed as
+// usual when it is returned.
+func (p *Pool) Remove(addr string) {
+	p.mu.Lock()
+	list := p.idle[addr]
+	delete(p.idle, addr)
+	p.mu.Unlock()
+	for _, c := range list {
+		p.release(c)
+	}
+}
+
 // Open is the number of connections open or being opened.
 func (p *Pool) Open() int { return len(p.slots) }
 

@@ -170,3 +170,23 @@ func TestPoolFailedExchangeClosesAndClose(t *testing.T) {
 		t.Fatalf("after Close: %v", err)
 	}
 }
+
+func TestPoolRemoveClosesIdleConnectionsOfThatAddress(t *testing.T) {
+	gone, _ := poolServer(t, nil)
+	kept, _ := poolServer(t, nil)
+	p := NewPool(PoolConfig{})
+	defer p.Close()
+	for _, addr := range []string{gone, kept} {
+		if _, err := p.Call(context.Background(), addr, protocol.NewMap("op", "echo", "data", int64(1))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.Remove(gone)
+	if p.Open() != 1 || p.IdleCount(gone) != 0 || p.IdleCount(kept) != 1 {
+		t.Fatalf("after Remove: %d open, %d idle to the removed address, %d to the other; want 1/0/1",
+			p.Open(), p.IdleCount(gone), p.IdleCount(kept))
+	}
+	if _, err := p.Call(context.Background(), gone, protocol.NewMap("op", "echo", "data", int64(2))); err != nil {
+		t.Fatalf("an address that comes back is dialled again: %v", err)
+	}
+}

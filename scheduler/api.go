@@ -327,9 +327,19 @@ type Outbox struct {
 	// Disconnect lists workers whose streams the outer ring must close
 	// after sending their messages (worker-ttl, RemoveWorker.Close).
 	Disconnect []string
+	// RestartViaNanny asks the outer ring to have these workers' nannies
+	// kill them (a nanny starts a fresh worker process); a worker whose
+	// nanny does not answer is then removed with RemoveWorker{Close: true}
+	// (check_worker_ttl → restart_workers).
+	RestartViaNanny []NannyRestart
 	// Logs is what the engine wants logged (bad peer input, lost data);
 	// the engine itself never logs.
 	Logs []LogEntry
+}
+
+// NannyRestart is one worker to restart through its nanny.
+type NannyRestart struct {
+	Worker, Nanny, Reason string
 }
 
 // ToWorker appends a stream message for the worker at addr.

@@ -134,6 +134,19 @@ func (s *State) unqueue(ts *TaskState) {
 	if b.tasks[pos] == ts {
 		b.tasks[pos] = nil
 		s.co.owned--
+		if s.co.owned == 0 {
+			s.coDropEmptyRuns()
+		}
+	}
+}
+
+// coDropEmptyRuns drops every run once no task is owned (the graph was
+// cancelled or released while queued). Runs are otherwise trimmed lazily,
+// when their worker looks for work; a run nobody looks at again would keep
+// its block, one pointer per task of a forgotten graph. O(runs).
+func (s *State) coDropEmptyRuns() {
+	for s.co.bySize.Len() > 0 {
+		s.coDropRun(s.co.bySize.items[0])
 	}
 }
 

@@ -198,20 +198,33 @@ func toFloat(v any) (float64, bool) {
 }
 
 // handleTick mirrors check_worker_ttl: workers silent for longer than
-// max(worker-ttl, 10 heartbeat intervals) are closed and removed.
+// max(worker-ttl, 10 heartbeat intervals) are restarted through their
+// nanny (restart_workers: the nanny kills the process, which a SIGSTOP
+// cannot resist, and starts a fresh one; the old one's stream closing
+// removes it), or closed and removed when they have none. A restart is
+// asked for once per worker: the nanny's kill takes seconds, and ticks
+// keep coming.
 func (s *State) handleTick() {
 	if s.cfg.WorkerTTL < 0 || len(s.workers) == 0 {
 		return
 	}
 	ttl := max(s.cfg.WorkerTTL, time.Duration(10*heartbeatInterval(len(s.workers))*float64(time.Second)))
-	var dead []string
+	var dead []*WorkerState
 	for _, ws := range s.workerOrder.Items() {
-		if s.now.Sub(ws.lastSeen) > ttl {
-			dead = append(dead, ws.Address)
+		if s.now.Sub(ws.lastSeen) > ttl && !ws.ttlRestarting {
+			dead = append(dead, ws)
 		}
 	}
-	for _, addr := range dead {
-		s.logf(LogWarn, "", addr, "", "worker failed to heartbeat for %s; removing", s.now.Sub(s.workers[addr].lastSeen))
-		s.handleRemoveWorker(addr, false, true, "worker-ttl-timed-out")
+	for _, ws := range dead {
+		silent := s.now.Sub(ws.lastSeen)
+		if ws.Nanny != "" {
+			s.logf(LogWarn, "", ws.Address, "", "worker failed to heartbeat for %s; attempting restart", silent)
+			ws.ttlRestarting = true
+			s.out.RestartViaNanny = append(s.out.RestartViaNanny,
+				NannyRestart{Worker: ws.Address, Nanny: ws.Nanny, Reason: s.stimulusID})
+			continue
+		}
+		s.logf(LogWarn, "", ws.Address, "", "worker failed to heartbeat for %s; removing", silent)
+		s.handleRemoveWorker(ws.Address, false, true, "worker-ttl-timed-out")
 	}
 }

@@ -35,6 +35,8 @@ type WorkerState struct {
 	lastSeen time.Time
 	metrics  *protocol.Map
 	closed   bool // removed from the cluster; stale pointers see this
+	// ttlRestarting: worker-ttl asked its nanny to restart it (handleTick)
+	ttlRestarting bool
 
 	processing  taskSet
 	longRunning oset[*TaskState]

@@ -275,3 +275,26 @@ func TestActorTaskPlacedAndMarked(t *testing.T) {
 	s.wantStatus("counter", "erred")
 	eq(t, len(msgsOp(out.Clients["c1"], "task-erred")), 1, "actor loss reported")
 }
+
+// TestWorkerTTLRestartsThroughNanny: check_worker_ttl → restart_workers. A
+// silent worker with a nanny is restarted through it, once (the next ticks
+// do not ask again); one without a nanny is closed and removed.
+func TestWorkerTTLRestartsThroughNanny(t *testing.T) {
+	s := newTestState(t, func(c *Config, _ *[]string) { c.WorkerTTL = 5 * time.Second })
+	s.addWorker("nannied", 1, func(aw *AddWorker) { aw.Nanny = "tcp://nanny:9000" })
+	s.addWorker("bare", 1)
+	s.clock = s.clock.Add(10 * time.Second)
+	out := s.handle(&Tick{})
+	eq(t, len(out.RestartViaNanny), 1, "restarts asked")
+	eq(t, out.RestartViaNanny[0], NannyRestart{Worker: addr("nannied"), Nanny: "tcp://nanny:9000", Reason: out.RestartViaNanny[0].Reason}, "restart")
+	if out.RestartViaNanny[0].Reason == "" {
+		t.Fatal("the restart carries the tick's stimulus id as its reason")
+	}
+	eqSlice(t, out.Disconnect, []string{addr("bare")}, "the worker without a nanny is closed")
+	if s.Worker(addr("bare")) != nil || s.Worker(addr("nannied")) == nil {
+		t.Fatal("the bare worker is removed; the nannied one stays until its stream closes")
+	}
+	s.clock = s.clock.Add(time.Second)
+	out = s.handle(&Tick{})
+	eq(t, len(out.RestartViaNanny), 0, "no second restart while the first runs")
+}

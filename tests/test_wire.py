@@ -44,6 +44,12 @@ def test_identity_via_stock_rpc(go_scheduler):
     assert isinstance(info["started"], float) and 0 < info["started"] <= time.time()
     assert (info["n_workers"], info["total_threads"], info["total_memory"]) == (0, 0, 0)
     assert info["workers"] == {}
+    # ours: what the process holds (scheduler/server/process.go), live, so
+    # not in the scheduler file
+    ours = info.pop("daskgo")
+    assert ours["goroutines"] > 0 and ours["open_fds"] > 0 and ours["helper_pid"] > 0
+    assert ours["footprint"]["tasks"] == ours["footprint"]["per_task"] == 0
+    assert ours["heap_alloc"] > 0
     on_file = json.loads(go_scheduler.scheduler_file.read_text())
     assert on_file == info
 

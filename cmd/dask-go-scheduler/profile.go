@@ -11,7 +11,9 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// heapProfiles writes a heap profile to path.1, path.2, ... on every
+// heapProfiles writes a heap profile to path.1, path.2, ... (and the
+// goroutines' stacks beside it, path.N.goroutines: what holds a goroutine
+// that should have exited) on every
 // SIGUSR1 (a benchmark sends one at the moment it wants to see, e.g. when a
 // graph is in), and to path when the returned stop runs at exit. Each
 // profile follows a forced GC, so in-use figures are live memory.
@@ -28,6 +30,7 @@ func heapProfiles(path string, log zerolog.Logger) (stop func()) {
 			case <-sig:
 				n++
 				writeHeapProfile(fmt.Sprintf("%s.%d", path, n), log)
+				writeGoroutines(fmt.Sprintf("%s.%d.goroutines", path, n), log)
 			case <-done:
 				return
 			}
@@ -54,4 +57,16 @@ func writeHeapProfile(path string, log zerolog.Logger) {
 		return
 	}
 	log.Info().Str("path", path).Msg("heap profile written")
+}
+
+func writeGoroutines(path string, log zerolog.Logger) {
+	f, err := os.Create(path)
+	if err != nil {
+		log.Error().Err(err).Msg("--heap-profile goroutines")
+		return
+	}
+	defer f.Close()
+	if err := pprof.Lookup("goroutine").WriteTo(f, 1); err != nil {
+		log.Error().Err(err).Msg("--heap-profile goroutines")
+	}
 }

@@ -93,8 +93,13 @@ func (s *Server) identity(ctx context.Context, req *comm.Request) (any, error) {
 		n = int(v)
 	}
 	var out *protocol.Map
-	err := s.loop.query(ctx, func(st *scheduler.State) { out = st.Identity(n) })
-	return out, err
+	var fp scheduler.Footprint
+	err := s.loop.query(ctx, func(st *scheduler.State) { out, fp = st.Identity(n), st.Footprint() })
+	if err != nil {
+		return nil, err
+	}
+	out.Set("daskgo", s.processStats(fp)) // ours: stock clients keep extra keys
+	return out, nil
 }
 
 func (s *Server) heartbeatWorker(ctx context.Context, req *comm.Request) (any, error) {

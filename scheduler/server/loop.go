@@ -108,6 +108,9 @@ func (l *loop) dispatch(out *scheduler.Outbox) {
 	for _, addr := range out.Disconnect {
 		l.srv.dropWorkerStream(addr)
 	}
+	if len(out.RestartViaNanny) > 0 {
+		l.srv.restartSilentWorkers(out.RestartViaNanny)
+	}
 	for _, e := range out.Logs {
 		l.logEntry(e)
 	}

@@ -47,31 +47,15 @@ func (s *Server) restart(ctx context.Context, req *comm.Request) (any, error) {
 	req.Log.Info().Int("workers", len(old)).Msg("restarting workers and releasing all keys")
 
 	deadline := time.Now().Add(timeout)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var failed []string
+	nannies := map[string]string{}
 	for w, nanny := range old {
 		if nanny == "" {
 			s.loop.submit(&scheduler.RemoveWorker{Base: base("restart-no-nanny"), Worker: w, Close: true, Reason: stimulusID})
 			continue
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			kctx, cancel := context.WithDeadline(ctx, deadline)
-			defer cancel()
-			if _, err := s.pool.Call(kctx, nanny, protocol.NewMap("op", "kill", "reason", stimulusID, "reply", true)); err != nil {
-				mu.Lock()
-				failed = append(failed, w)
-				mu.Unlock()
-				req.Log.Warn().Err(err).Str("worker", w).Msg("nanny kill failed")
-			}
-		}()
+		nannies[w] = nanny
 	}
-	wg.Wait()
-	for _, w := range failed {
-		s.loop.submit(&scheduler.RemoveWorker{Base: base("restart-kill-failed"), Worker: w, Close: true, Reason: stimulusID})
-	}
+	failed := s.killViaNannies(ctx, nannies, stimulusID, deadline)
 	if len(failed) > 0 {
 		return nil, fmt.Errorf("TimeoutError: %d/%d nanny worker(s) did not shut down within %v: %v",
 			len(failed), len(old), timeout, failed)
@@ -80,6 +64,50 @@ func (s *Server) restart(ctx context.Context, req *comm.Request) (any, error) {
 		return nil, nil
 	}
 	return nil, s.waitForNewWorkers(ctx, old, deadline, timeout)
+}
+
+// killViaNannies asks each worker's nanny to kill it (Nanny.kill; the nanny
+// then starts a fresh worker process, whose registration is a new worker)
+// and waits for the answers until deadline. Workers whose nanny failed or
+// did not answer in time are removed and closed, so no old worker stays
+// (restart_workers' bad_nannies); they are returned.
+func (s *Server) killViaNannies(ctx context.Context, nannies map[string]string, reason string, deadline time.Time) []string {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var failed []string
+	for w, nanny := range nannies {
+		wg.Add(1)
+		go func() { // owned by this call, which waits for it
+			defer wg.Done()
+			kctx, cancel := context.WithDeadline(ctx, deadline)
+			defer cancel()
+			if _, err := s.pool.Call(kctx, nanny, protocol.NewMap("op", "kill", "reason", reason, "reply", true)); err != nil {
+				mu.Lock()
+				failed = append(failed, w)
+				mu.Unlock()
+				s.log.Warn().Err(err).Str("worker", w).Str("nanny", nanny).Msg("nanny kill failed")
+			}
+		}()
+	}
+	wg.Wait()
+	for _, w := range failed {
+		s.loop.submit(&scheduler.RemoveWorker{Base: base("restart-kill-failed"), Worker: w, Close: true, Reason: reason})
+	}
+	return failed
+}
+
+// restartSilentWorkers carries out the engine's RestartViaNanny (worker-ttl)
+// off the engine goroutine: distributed awaits restart_workers(timeout=30)
+// inside check_worker_ttl.
+func (s *Server) restartSilentWorkers(reqs []scheduler.NannyRestart) {
+	nannies := map[string]string{}
+	reason := ""
+	for _, r := range reqs {
+		nannies[r.Worker], reason = r.Nanny, r.Reason
+	}
+	s.goRun(func() {
+		s.killViaNannies(s.ctx, nannies, reason, time.Now().Add(30*time.Second))
+	})
 }
 
 // waitForNewWorkers waits until as many running workers as before the

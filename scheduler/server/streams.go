@@ -160,6 +160,7 @@ func (s *Server) registerWorker(ctx context.Context, req *comm.Request) (any, er
 
 	s.detach(s.workers, aw.Address, b)
 	b.Abort()
+	s.pool.Remove(aw.Address)
 	s.loop.submit(&scheduler.RemoveWorker{Base: base("handle-worker-cleanup"), Worker: aw.Address,
 		Reason: "worker-stream-closed"})
 	log.Info().Bool("close-stream", graceful).Msg("worker stream closed")

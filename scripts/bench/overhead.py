@@ -43,7 +43,8 @@ def tree_graph(n_tasks: int, prefix: str) -> tuple[dict, tuple]:
         nxt = []
         for j in range(0, len(level), 2):
             key = (f"{prefix}-add-{depth}", j // 2)
-            dsk[key] = (operator.add, *level[j:j + 2])
+            # an odd level's last key is carried up alone (add needs two)
+            dsk[key] = (operator.add, *level[j:j + 2]) if j + 1 < len(level) else (int, level[j])
             nxt.append(key)
         level, depth = nxt, depth + 1
     return dsk, level[0]

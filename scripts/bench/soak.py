@@ -2,17 +2,17 @@
 after a graph is forgotten? (issue 17's soak, the measurement part).
 
     .venv/bin/python scripts/bench/soak.py [--schedulers py,go] [--rounds 10] [--tasks 100000]
-                                           [--workers 0] [--settle 8] [--json OUT]
+                                           [--workers 0] [--settle 8] [--idle-tail 0] [--json OUT]
 
 For each scheduler: start it (no workers by default, or N stock workers
 with nannies), connect a Client, then for each round submit a binary
 reduction tree of plain builtins (overhead.tree_graph) under fresh keys. With
-workers, even rounds are computed to the end and odd rounds cancelled once
-the scheduler is idle; without workers every round is cancelled once the
-scheduler is idle (the graph is then fully held). `--settle` seconds after
-each round, record the RSS of the scheduler process and, for Go, of its
-materializer helper apart. Prints a table and writes the records with
---json.
+workers, even rounds are computed to the end and odd rounds cancelled 2 s
+after their first tasks run; without workers every round is cancelled once
+the scheduler is idle (the graph is then fully held). `--settle` seconds
+after each round, record the RSS of the scheduler process and, for Go, of
+its materializer helper apart; then `--idle-tail` seconds of idling, every
+10 s. Prints a line per round and writes the records with --json.
 """
 
 from __future__ import annotations
@@ -53,6 +53,11 @@ def soak(kind: str, args, tmp: Path) -> list[dict]:
                     wait(future, timeout=args.timeout)
                     if future.status != "finished":
                         raise RuntimeError(f"round {r}: the graph ended {future.status}")
+                elif args.workers:
+                    # cancelled once it runs: in, ordered, tasks on the workers
+                    wait_running(client, args.timeout)
+                    time.sleep(2)
+                    client.cancel(future)
                 else:
                     wait_idle(sampler, args.timeout)
                     client.cancel(future)
@@ -64,12 +69,27 @@ def soak(kind: str, args, tmp: Path) -> list[dict]:
                 out.append(rec)
                 print(f"  {kind} round {r:2} ({rec['how']:9}): scheduler {rec['rss_bytes'] / MiB:6.0f} MiB, "
                       f"helper {rec['helper_rss_bytes'] / MiB:5.0f} MiB", flush=True)
+            for t in range(0, int(args.idle_tail) + 1, 10):  # idle: does it fall back?
+                if t:
+                    time.sleep(10)
+                out.append({"scheduler": kind, "round": f"idle+{t}s", "rss_bytes": sampler.scheduler_rss[-1],
+                            "helper_rss_bytes": sampler.helper_rss[-1]})
+            print(f"  {kind} idle {args.idle_tail:.0f} s after the last round: scheduler "
+                  f"{out[-1]['rss_bytes'] / MiB:6.0f} MiB, helper {out[-1]['helper_rss_bytes'] / MiB:5.0f} MiB", flush=True)
             sampler.stop()
     finally:
         if workers:
             workers.stop()
         sched.stop()
     return out
+
+
+def wait_running(client, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not any(client.processing().values()):
+        if time.monotonic() > deadline:
+            raise TimeoutError("the graph never started running")
+        time.sleep(0.2)
 
 
 def main() -> int:
@@ -80,6 +100,7 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=0, help="stock workers with nannies (0: none, every round cancelled)")
     ap.add_argument("--settle", type=float, default=8.0, help="seconds after each round before the RSS is read")
     ap.add_argument("--timeout", type=float, default=900.0)
+    ap.add_argument("--idle-tail", type=float, default=0.0, help="seconds of idle after the last round, RSS every 10 s")
     ap.add_argument("--json", metavar="OUT")
     args = ap.parse_args()
     records = []
