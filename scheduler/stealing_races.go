@@ -189,6 +189,12 @@ func (s *State) stealEndInFlight(ts *TaskState) *stealInFlight {
 // handleStealResponse mirrors WorkStealing.move_task_confirm.
 func (s *State) handleStealResponse(x *StealResponse) {
 	e := &s.steal
+	if !s.stealOn() {
+		// distributed registers no steal-response handler then; we never
+		// sent a request, so there is nothing to answer
+		s.logf(LogDebug, x.Key, x.Worker, "", "steal-response ignored: work stealing is off")
+		return
+	}
 	ts := s.tasks[x.Key]
 	if ts == nil {
 		e.stats.Unknown++
