@@ -199,14 +199,15 @@ class Workers:
     (nanny=False, used by the smoke mode, halves the processes to start)."""
 
     def __init__(self, tmp: Path, scheduler_file: Path, n: int, memory_limit: int, nthreads: int = 1,
-                 nanny: bool = True):
+                 nanny: bool = True, first: int = 0):
         self.tmp, self.scheduler_file = Path(tmp), scheduler_file
         self.n, self.memory_limit, self.nthreads, self.nanny = n, memory_limit, nthreads, nanny
+        self.first = first  # names and logs are w{first}..w{first+n-1} (workers that join later)
         self.procs: list[subprocess.Popen] = []
         self.worker_pids: list[int] = []
 
     def start(self) -> "Workers":
-        for i in range(self.n):
+        for i in range(self.first, self.first + self.n):
             with open(self.tmp / f"worker-{i}.log", "wb") as log:
                 self.procs.append(subprocess.Popen(
                     [str(VENV_BIN / "dask"), "worker", "--scheduler-file", str(self.scheduler_file),
