@@ -760,3 +760,31 @@ func near(t *testing.T, got, want float64, what string) {
 		t.Fatalf("%s: got %v, want %v", what, got, want)
 	}
 }
+
+// TestStealCoAssignmentKeepsBigLocalInputs: with co-assignment on, a task
+// whose inputs on its worker would take more than a quarter of its compute
+// time to move stays where co-assignment's locality put it; one with small
+// inputs is stealable as in distributed. Without co-assignment both are.
+func TestStealCoAssignmentKeepsBigLocalInputs(t *testing.T) {
+	for _, co := range []bool{false, true} {
+		s := newTestState(t, withWorkers("w1:1"), withSaturation(1.1), func(c *Config, _ *[]string) {
+			c.RootTaskCoAssignment = co
+		})
+		whoHas := map[protocol.Key][]string{}
+		nbytes := map[protocol.Key]int64{}
+		for i := 0; i < 5; i++ {
+			for _, p := range []string{"small", "big"} {
+				key := k(fmt.Sprintf("%s-%d", p, i))
+				whoHas[key] = []string{addr("w1")}
+				nbytes[key] = 8
+				if p == "big" {
+					nbytes[key] = int64(0.2 * s.bandwidth) // 0.2 s to move, 0.5 s to compute
+				}
+			}
+		}
+		s.handle(&UpdateData{Client: "c1", WhoHas: whoHas, NBytes: nbytes})
+		s.submit("c1", []GraphTask{task("usesmall", "small-0"), task("usesbig", "big-0")})
+		eq(t, s.Task(k("usesmall")).stealable(), true, fmt.Sprintf("co=%v: small local inputs stealable", co))
+		eq(t, s.Task(k("usesbig")).stealable(), !co, fmt.Sprintf("co=%v: big local inputs stealable", co))
+	}
+}
