@@ -44,7 +44,8 @@ CONFIGS: dict[str, tuple[str, dict[str, str]]] = {
 
 # Configurations for diagnosis only (trace_memory.py, or bench.sh into its own --results), never in
 # the benchmark table: the Python scheduler without work stealing, which the
-# Go scheduler does not implement.
+# Go scheduler did not implement when the table was measured (scripts/bench/stealing.py
+# compares both schedulers with stealing on and off).
 DIAGNOSTIC_CONFIGS: dict[str, tuple[str, dict[str, str]]] = {
     "py-queuing-nosteal": ("py", {SATURATION: "1.1", "DASK_DISTRIBUTED__SCHEDULER__WORK_STEALING": "False"}),
     "py-noqueue-nosteal": ("py", {SATURATION: "inf", "DASK_DISTRIBUTED__SCHEDULER__WORK_STEALING": "False"}),
