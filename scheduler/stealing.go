@@ -259,16 +259,18 @@ func (s *State) stealRelevel(tp *TaskPrefix) {
 	}
 }
 
-// stealRequeueAll puts every processing task that is not stealable and not
-// in flight back in its level: after a configuration change cleared
-// viaQueuePolicy, those roots are ordinary processing tasks.
+// stealRequeueAll levels every processing task not in flight again, under
+// the mode a configuration change just set: roots whose viaQueuePolicy it
+// cleared become ordinary processing tasks, and co-assignment's locality
+// bound starts or stops applying.
 func (s *State) stealRequeueAll() {
 	if !s.stealOn() {
 		return
 	}
 	for _, ws := range s.workerOrder.Items() {
 		for _, ts := range ws.processing.Items() {
-			if !ts.stealable() && s.steal.inFlight[ts] == nil {
+			if s.steal.inFlight[ts] == nil {
+				s.stealRemove(ts)
 				s.stealPut(ts)
 			}
 		}
