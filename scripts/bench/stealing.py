@@ -117,7 +117,7 @@ def count_confirms(events) -> int:
 
 
 def one_run(case: str, config: str, tmp: Path, smoke: bool, timeout: float) -> dict:
-    from distributed import Client
+    from distributed import Client, wait
 
     from procs import Scheduler, Workers
     from workloads import worker_counters
@@ -142,6 +142,7 @@ def one_run(case: str, config: str, tmp: Path, smoke: bool, timeout: float) -> d
             futures = client.get(dsk, keys, sync=False)
             if late.n:
                 late.start()
+            wait(futures, timeout=timeout)
             names = client.gather(futures)
             rec["wall_s"] = time.monotonic() - t0
             per = {}
