@@ -206,6 +206,7 @@ func (s *State) Identity(nWorkers int) *protocol.Map {
 		"total_memory", s.totalMemory,
 		"workers", workers,
 		"config", s.effectiveConfig(), // ours: stock clients keep extra keys
+		"stealing", s.stealIdentity(), // ours: work stealing's counters
 	)
 }
 

@@ -308,6 +308,10 @@ func (s *State) forceMemory(ts *TaskState) {
 		s.unrunnable.Remove(ts)
 	case StatusProcessing:
 		s.exitProcessingCommon(ts)
+		if s.stealOn() { // no transition runs the stealing hook here
+			s.stealRemove(ts)
+			s.stealEndInFlight(ts)
+		}
 	}
 	for _, dts := range ts.dependencies.Items() {
 		dts.waiters.Remove(ts)

@@ -44,6 +44,19 @@ type Config struct {
 	Bandwidth float64
 	// DefaultDataSize is the nbytes of tasks never measured.
 	DefaultDataSize int64
+	// NoWorkStealing turns work stealing off (distributed.scheduler.
+	// work-stealing: false): no stealable bookkeeping on transitions, and
+	// StealTick does nothing. The zero value is dask's default, stealing on.
+	NoWorkStealing bool
+	// WorkStealingInterval is how often the outer ring sends StealTick
+	// (distributed.scheduler.work-stealing-interval, default 1s).
+	WorkStealingInterval time.Duration
+	// DefaultTaskDurations are the duration estimates of prefixes never
+	// measured (distributed.scheduler.default-task-durations, applied when a
+	// prefix is created as TaskPrefix.__init__ does); prefixes listed at 1 ms
+	// or less are never stolen (stealing.fast_tasks). nil gets dask's
+	// defaults (the four split prefixes at 1us).
+	DefaultTaskDurations map[string]time.Duration
 	// LeaseValidationInterval: how often Tick drops semaphore leases not
 	// refreshed within their lease timeout
 	// (distributed.scheduler.locks.lease-validation-interval, default 10s).
@@ -110,6 +123,12 @@ func (c *Config) Validate() error {
 	if c.DefaultDataSize <= 0 {
 		c.DefaultDataSize = 1024
 	}
+	if c.WorkStealingInterval <= 0 {
+		c.WorkStealingInterval = time.Second
+	}
+	if c.DefaultTaskDurations == nil {
+		c.DefaultTaskDurations = defaultTaskDurations()
+	}
 	if c.LeaseValidationInterval <= 0 {
 		c.LeaseValidationInterval = 10 * time.Second
 	}
@@ -126,6 +145,16 @@ func (c *Config) Validate() error {
 		c.SchedulerID = "Scheduler-go"
 	}
 	return nil
+}
+
+// defaultTaskDurations is distributed.yaml's default-task-durations.
+func defaultTaskDurations() map[string]time.Duration {
+	return map[string]time.Duration{
+		"rechunk-split":     time.Microsecond,
+		"split-shuffle":     time.Microsecond,
+		"split-taskshuffle": time.Microsecond,
+		"split-stage":       time.Microsecond,
+	}
 }
 
 // ExactAllowedFailures marks AllowedFailures as set on purpose, so that 0

@@ -34,6 +34,7 @@ func (s *State) handleConfigChange(x *ConfigChange) {
 		}
 		s.checkIdleSaturated(ws)
 	}
+	s.stealRequeueAll() // roots placed by the queue are stealable now
 	if !s.queuingOff() {
 		return // end() fills the slots that opened
 	}
@@ -73,5 +74,7 @@ func (s *State) effectiveConfig() *protocol.Map {
 		"distributed.scheduler.worker-saturation", sat,
 		"distributed.scheduler.root-task-co-assignment", s.cfg.RootTaskCoAssignment,
 		"withholding-mode", s.WithholdingMode(),
+		"distributed.scheduler.work-stealing", s.stealOn(),
+		"distributed.scheduler.work-stealing-interval", s.cfg.WorkStealingInterval.Seconds(),
 	)
 }

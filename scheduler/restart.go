@@ -22,6 +22,7 @@ func (s *State) handleRestart() {
 	s.runTransitions()
 	s.queueSlotsMaybeOpened()
 	s.resetShuffles()
+	s.stealRestart()
 	for _, cs := range s.clientOrder.Items() {
 		if cs.connected {
 			s.toClientID(cs.ID, protocol.NewMap("op", "restart"))

@@ -56,6 +56,7 @@ type State struct {
 	pending    map[string]*pendingGraph // client -> update-graph in the materializer
 	held       map[string][]Stimulus    // client -> stimuli held behind it
 	shuffles   shuffleExt               // P2P shuffle runs (shuffle.go)
+	steal      stealExt                 // work stealing (stealing.go)
 
 	// coordination extensions (semaphore.go, multilock.go, event.go,
 	// variable.go, sharedqueue.go, publish.go, metadata.go) and the RPCs
@@ -219,6 +220,12 @@ func (s *State) dispatch(st Stimulus) {
 		s.handleConfigChange(x)
 	case *ShuffleGetOrCreate, *ShuffleGet, *ShuffleBarrier, *ShuffleRestrictTask, *ShuffleRunCreated:
 		s.dispatchShuffle(st)
+	case *StealTick:
+		s.sid("steal-balance")
+		s.stealBalance()
+	case *StealResponse:
+		s.sid("steal-response")
+		s.handleStealResponse(x)
 	case *Tick:
 		s.sid("check-worker-ttl")
 		s.handleTick()

@@ -202,6 +202,7 @@ func (s *State) handleLongRunning(x *LongRunning) {
 			ts.prefix.durationAverage = (old + x.ComputeDuration) / 2
 		}
 	}
+	s.stealRemove(ts) // a seceded task is never stolen
 	s.wsAddToLongRunning(ws, ts)
 	s.checkIdleSaturated(ws)
 	s.queueSlotsMaybeOpened()

@@ -46,6 +46,9 @@ func (s *State) handleAddWorker(x *AddWorker) {
 		Extra: x.Extra, Versions: x.Versions, status: status, lastSeen: s.now,
 		processing: taskSet{role: roleProcessing}, hasWhat: taskSet{role: roleHasWhat},
 	}
+	if s.stealOn() {
+		ws.steal = newStealWorker()
+	}
 	s.workers[ws.Address] = ws
 	s.workerOrder.Add(ws)
 	if ws.status == "running" {

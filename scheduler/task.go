@@ -3,6 +3,7 @@ package scheduler
 import (
 	"math"
 	"strings"
+	"time"
 
 	"daskgo/protocol"
 )
@@ -231,6 +232,14 @@ type TaskPrefix struct {
 	maxExecTime     float64
 	suspicious      int
 	states          [numStatus]int
+	// fast: default-task-durations lists the prefix at 1 ms or less, so its
+	// tasks are never stolen (stealing.fast_tasks).
+	fast bool
+	// stealUnknown holds tasks put in a stealable set while the prefix had
+	// no measured duration; the prefix's first finished task re-levels
+	// them (stealing.py's unknown_durations). It may hold tasks that have
+	// left processing since, and duplicates; see addStealUnknown.
+	stealUnknown []*TaskState
 }
 
 func (tp *TaskPrefix) addExecTime(d float64) {
@@ -290,6 +299,11 @@ func (s *State) newTask(key protocol.Key, spec *GraphTask, st Status) *TaskState
 		tp := s.prefixes[pname]
 		if tp == nil {
 			tp = &TaskPrefix{Name: strings.Clone(pname), durationAverage: -1, maxExecTime: -1}
+			if d, ok := s.cfg.DefaultTaskDurations[tp.Name]; ok {
+				// TaskPrefix.__init__ takes default-task-durations
+				tp.durationAverage = d.Seconds()
+				tp.fast = d <= time.Millisecond
+			}
 			s.prefixes[tp.Name] = tp
 		}
 		tg = &TaskGroup{Name: strings.Clone(gname), prefix: tp, dependencies: map[*TaskGroup]struct{}{}}

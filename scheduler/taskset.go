@@ -26,6 +26,7 @@ const (
 	roleHasWhat
 	roleWantsWhat
 	roleProcessing
+	roleStealable // one level of a worker's stealable tasks (stealing.go)
 	numRoles
 )
 

@@ -121,9 +121,20 @@ func (s *State) transitionTo(ts *TaskState, to Status) {
 	s.runTransitions()
 }
 
-// transition mirrors SchedulerState._transition. A forgotten task is gone
-// from tasks in distributed (tasks.get(key) is None): nothing to do.
+// transition mirrors SchedulerState._transition, then runs the work
+// stealing extension's transition hook (distributed calls plugins'
+// transition() with the state the task left and the one it reached).
 func (s *State) transition(ts *TaskState, finish Status, a *transArgs) {
+	start := ts.state
+	s.transition1(ts, finish, a)
+	if (start == StatusProcessing || ts.state == StatusProcessing) && s.stealOn() {
+		s.stealTransition(ts, start)
+	}
+}
+
+// transition1 is _transition proper. A forgotten task is gone from tasks
+// in distributed (tasks.get(key) is None): nothing to do.
+func (s *State) transition1(ts *TaskState, finish Status, a *transArgs) {
 	start := ts.state
 	if start == finish || start == StatusForgotten {
 		return

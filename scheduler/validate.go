@@ -23,6 +23,7 @@ func (s *State) validateState() {
 	s.validateQueue()
 	s.validateGroups()
 	s.validateShuffles()
+	s.validateStealing()
 }
 
 func (s *State) broken(ts *TaskState, format string, args ...any) {

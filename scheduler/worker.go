@@ -58,6 +58,9 @@ type WorkerState struct {
 	slotPos int
 	slot    slotEntry // ws's entry in State.slots while slotPos > 0
 	coRuns  *ixheap[*coRun]
+	// steal is the worker's work-stealing state (stealing.go); nil while
+	// stealing is off.
+	steal *stealWorker
 }
 
 type prefixCount struct {
@@ -231,11 +234,18 @@ func workerFull(ws *WorkerState, sat float64) bool {
 
 // checkIdleSaturated mirrors SchedulerState.check_idle_saturated: keeps the
 // idle, saturated and idle_task_count sets current for ws.
-func (s *State) checkIdleSaturated(ws *WorkerState) {
+func (s *State) checkIdleSaturated(ws *WorkerState) { s.checkIdleSaturatedOcc(ws, -1) }
+
+// checkIdleSaturatedOcc is check_idle_saturated(ws, occ): work stealing
+// passes the occupancy its in-flight requests leave the worker with; a
+// negative occ means the worker's own.
+func (s *State) checkIdleSaturatedOcc(ws *WorkerState, occ float64) {
 	if s.totalNThreads == 0 || ws.closed {
 		return
 	}
-	occ := s.occupancy(ws)
+	if occ < 0 {
+		occ = s.occupancy(ws)
+	}
 	p := ws.processing.Len()
 	s.saturated.Remove(ws)
 	switch {

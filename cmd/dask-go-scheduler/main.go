@@ -99,6 +99,8 @@ func run(o options) error {
 		Dur("worker-ttl", settings.WorkerTTL).
 		Str("compression", settings.CommCompression).
 		Str("task-ordering", settings.TaskOrdering).
+		Bool("work-stealing", settings.WorkStealing).
+		Dur("work-stealing-interval", settings.WorkStealingInterval).
 		Msg("configuration")
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -155,6 +157,9 @@ func engineConfig(st compat.SchedulerSettings) scheduler.Config {
 		DefaultDataSize:              st.DefaultDataSize,
 		ValidateInvariants:           st.ValidateInvariants,
 		LeaseValidationInterval:      st.LeaseValidationInterval,
+		NoWorkStealing:               !st.WorkStealing,
+		WorkStealingInterval:         st.WorkStealingInterval,
+		DefaultTaskDurations:         st.DefaultTaskDurations,
 	}
 	if c.WorkerTTL == 0 { // null in dask config: never
 		c.WorkerTTL = -1

@@ -87,6 +87,8 @@ func cmdRun(args []string) error {
 	mode := fs.String("mode", "withholding", "off | main | withholding | coassign")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile here")
 	tracePeak := fs.Bool("trace-peak", false, "add peak_trace: the data held at peak memory, by prefix and worker")
+	stealing := fs.Bool("stealing", false, "work stealing on (a steal tick every -steal-interval seconds)")
+	stealInterval := fs.Float64("steal-interval", 1, "seconds between steal ticks (distributed's work-stealing-interval)")
 	_ = fs.Parse(args)
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -108,6 +110,7 @@ func cmdRun(args []string) error {
 		return err
 	}
 	cfg.TracePeak = *tracePeak
+	cfg.Stealing, cfg.StealInterval = *stealing, *stealInterval
 	res, err := sim.Run(g, cfg)
 	if err != nil {
 		return fmt.Errorf("%s on %d workers (%s): %w", g.Workload, *workers, *mode, err)

@@ -194,9 +194,11 @@ func workerStimulus(worker string, m *protocol.Map, now time.Time) (scheduler.St
 			return nil, false, err
 		}
 		st = &scheduler.LogEvent{Base: b, Topics: topics, Msg: m.Get("msg"), Worker: worker}
-	case "keep-alive", "steal-response":
-		// keep-alive carries nothing; steal-response answers steal-request,
-		// which we never send (no work stealing)
+	case "steal-response":
+		// the answer to a steal-request (stealing.py: move_task_confirm);
+		// state is None when the worker does not know the task
+		st = &scheduler.StealResponse{Base: b, Worker: worker, Key: f.key("key"), State: f.str("state")}
+	case "keep-alive":
 		return nil, false, nil
 	default:
 		return nil, false, fmt.Errorf("unknown op %q on the stream of worker %s", op, worker)

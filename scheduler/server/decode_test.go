@@ -56,10 +56,25 @@ func TestWorkerStimulusRejectsBadFields(t *testing.T) {
 }
 
 func TestWorkerStimulusIgnoresChatter(t *testing.T) {
-	for _, op := range []string{"keep-alive", "steal-response"} {
-		st, ok, err := workerStimulus("tcp://w:1", protocol.NewMap("op", op), now)
-		if st != nil || ok || err != nil {
-			t.Errorf("%s: st=%v ok=%v err=%v", op, st, ok, err)
+	st, ok, err := workerStimulus("tcp://w:1", protocol.NewMap("op", "keep-alive"), now)
+	if st != nil || ok || err != nil {
+		t.Errorf("keep-alive: st=%v ok=%v err=%v", st, ok, err)
+	}
+}
+
+// TestStealResponse: steal-response becomes a StealResponse carrying the
+// request's stimulus id; a None state (the worker forgot the task) is "".
+func TestStealResponse(t *testing.T) {
+	for _, state := range []any{"ready", nil} {
+		m := protocol.NewMap("op", "steal-response", "key", "x", "state", state, "stimulus_id", "steal-3")
+		st, ok, err := workerStimulus("tcp://w:1", m, now)
+		sr, _ := st.(*scheduler.StealResponse)
+		if err != nil || !ok || sr == nil {
+			t.Fatalf("state %v: st=%v ok=%v err=%v", state, st, ok, err)
+		}
+		want, _ := state.(string)
+		if sr.Worker != "tcp://w:1" || sr.Key != protocol.StrKey("x") || sr.State != want || sr.ID != "steal-3" {
+			t.Fatalf("state %v: got %+v", state, sr)
 		}
 	}
 }

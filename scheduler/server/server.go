@@ -107,12 +107,16 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	ecfg.SchedulerID = "Scheduler-" + newUUID()
 	ecfg.StartedAt = s.started
 	ecfg.Services = protocol.NewMap("dashboard", int64(cfg.Dashboard))
-	s.loop = newLoop(s, scheduler.New(ecfg))
+	engine := scheduler.New(ecfg)
+	s.loop = newLoop(s, engine)
 
 	s.rpc = &comm.Server{Handlers: s.handlers(), Options: opts, Name: "dask-go-scheduler", Logger: s.log}
 	s.goRun(s.loop.run)
 	s.goRun(func() { s.forwardResults(results) })
 	s.goRun(s.tick)
+	if ec := engine.Config(); !ec.NoWorkStealing {
+		s.goRun(func() { s.stealTick(ec.WorkStealingInterval) })
+	}
 	s.goRun(func() { s.memory.run(s) })
 	go func() { s.serveErr <- s.rpc.Serve(lis) }()
 	return s, nil
@@ -182,6 +186,21 @@ func (s *Server) tick() {
 			return
 		case now := <-t.C:
 			s.loop.submit(&scheduler.Tick{Base: scheduler.Base{ID: fmt.Sprintf("tick-%d", now.UnixNano()), At: now}})
+		}
+	}
+}
+
+// stealTick drives work stealing: a StealTick every work-stealing-interval,
+// as distributed's PeriodicCallback runs WorkStealing.balance.
+func (s *Server) stealTick(every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case now := <-t.C:
+			s.loop.submit(&scheduler.StealTick{Base: scheduler.Base{ID: fmt.Sprintf("steal-balance-%d", now.UnixNano()), At: now}})
 		}
 	}
 }

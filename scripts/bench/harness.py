@@ -6,6 +6,7 @@ the same workloads, stock workers and stock Client (issue 5).
     scripts/bench.sh --workloads basic-sum --configs go-queuing --repetitions 1 --no-overhead
     scripts/bench.sh --workloads graph-path   # the graph path only (scripts/bench/graph_path.py)
     scripts/bench.sh --workloads waiting      # what the scheduler holds per waiting task (scripts/bench/waiting.py)
+    scripts/bench.sh --workloads stealing     # work stealing on and off, Go and Python (scripts/bench/stealing.py)
 
 For every (workload, configuration, repetition) it records wall time, the
 worker processes' summed RSS every 100 ms (psutil, from outside) and its
@@ -38,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import graph_path  # noqa: E402
 import overhead  # noqa: E402
+import stealing  # noqa: E402
 import waiting  # noqa: E402
 import report  # noqa: E402
 from procs import BENCH, CONFIGS, DIAGNOSTIC_CONFIGS, Sampler, Scheduler, Workers  # noqa: E402
@@ -240,6 +242,10 @@ def parse_args(argv=None):
                     help=f"with --workloads graph-path: cases of {', '.join(graph_path.CASES)}")
     ap.add_argument("--waiting-cases", default=",".join(waiting.DEFAULT_CASES),
                     help=f"with --workloads waiting: cases of {', '.join(waiting.CASES)}")
+    ap.add_argument("--stealing-cases", default=",".join(stealing.DEFAULT_CASES),
+                    help=f"with --workloads stealing: cases of {', '.join(stealing.CASES)}")
+    ap.add_argument("--stealing-configs", default=",".join(stealing.DEFAULT_CONFIGS),
+                    help=f"with --workloads stealing: configurations of {', '.join(stealing.CONFIGS)}")
     ap.add_argument("--profile", type=Path, default=None,
                     help="write the Go scheduler's CPU and heap profiles and the helper's cProfile of each "
                          "graph-path, waiting and stock-array run into this directory (DIR/CASE-KIND-REP/; "
@@ -253,6 +259,11 @@ def parse_args(argv=None):
     args.workloads = [w for w in args.workloads.split(",") if w]
     args.graph_path = pick_cases(ap, args, graph_path, "graph_path_cases")
     args.waiting = pick_cases(ap, args, waiting, "waiting_cases")
+    args.stealing = pick_cases(ap, args, stealing, "stealing_cases")
+    args.stealing_configs = [c for c in args.stealing_configs.split(",") if c]
+    for c in args.stealing_configs:
+        if c not in stealing.CONFIGS:
+            ap.error(f"unknown stealing configuration {c!r}; known: {', '.join(stealing.CONFIGS)}")
     args.configs = [c for c in args.configs.split(",") if c]
     for w in args.workloads:
         if w not in WORKLOADS:
@@ -314,6 +325,11 @@ def main(argv=None) -> int:
                                 on_record=lambda r: waiting.write(out, r, machine), profile=args.profile)
         waiting.write(out, waits, machine)
         paths += waits
+    if args.stealing:
+        steals = stealing.run_all(tmp, args.stealing_cases, args.stealing_configs, args.repetitions, args.smoke,
+                                  timeout=args.timeout, on_record=lambda r: stealing.write(out, r, machine))
+        stealing.write(out, steals, machine)
+        paths += steals
     if not args.overhead_only and args.workloads:
         records, series = run_matrix(
             args, ctx, tmp, lambda r, s: report.write(out, r, s, [], machine, with_plots=False))

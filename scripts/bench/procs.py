@@ -44,7 +44,8 @@ CONFIGS: dict[str, tuple[str, dict[str, str]]] = {
 
 # Configurations for diagnosis only (trace_memory.py, or bench.sh into its own --results), never in
 # the benchmark table: the Python scheduler without work stealing, which the
-# Go scheduler does not implement.
+# Go scheduler did not implement when the table was measured (scripts/bench/stealing.py
+# compares both schedulers with stealing on and off).
 DIAGNOSTIC_CONFIGS: dict[str, tuple[str, dict[str, str]]] = {
     "py-queuing-nosteal": ("py", {SATURATION: "1.1", "DASK_DISTRIBUTED__SCHEDULER__WORK_STEALING": "False"}),
     "py-noqueue-nosteal": ("py", {SATURATION: "inf", "DASK_DISTRIBUTED__SCHEDULER__WORK_STEALING": "False"}),
@@ -199,14 +200,15 @@ class Workers:
     (nanny=False, used by the smoke mode, halves the processes to start)."""
 
     def __init__(self, tmp: Path, scheduler_file: Path, n: int, memory_limit: int, nthreads: int = 1,
-                 nanny: bool = True):
+                 nanny: bool = True, first: int = 0):
         self.tmp, self.scheduler_file = Path(tmp), scheduler_file
         self.n, self.memory_limit, self.nthreads, self.nanny = n, memory_limit, nthreads, nanny
+        self.first = first  # names and logs are w{first}..w{first+n-1} (workers that join later)
         self.procs: list[subprocess.Popen] = []
         self.worker_pids: list[int] = []
 
     def start(self) -> "Workers":
-        for i in range(self.n):
+        for i in range(self.first, self.first + self.n):
             with open(self.tmp / f"worker-{i}.log", "wb") as log:
                 self.procs.append(subprocess.Popen(
                     [str(VENV_BIN / "dask"), "worker", "--scheduler-file", str(self.scheduler_file),

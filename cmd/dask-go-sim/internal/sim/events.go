@@ -22,6 +22,8 @@ const (
 	evTaskDone
 	// evTransferDone: a dependency has arrived at a worker.
 	evTransferDone
+	// evStealTick: the engine's work-stealing period (Config.Stealing).
+	evStealTick
 )
 
 type event struct {

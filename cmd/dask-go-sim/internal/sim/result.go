@@ -31,6 +31,10 @@ type Result struct {
 	// HolderMismatches counts who_has entries naming a worker that no
 	// longer held the data when the fetch started (message races).
 	HolderMismatches int `json:"holder_mismatches"`
+	// Stealing: the run had work stealing on; StealsConfirmed counts the
+	// tasks it moved.
+	Stealing        bool  `json:"stealing,omitempty"`
+	StealsConfirmed int64 `json:"steals_confirmed,omitempty"`
 	// PeakTrace: with Config.TracePeak, the cluster's data at its peak.
 	PeakTrace *PeakTrace `json:"peak_trace,omitempty"`
 }
@@ -42,7 +46,8 @@ func (s *Sim) result(wall time.Duration) *Result {
 		EngineCPUS: s.engineCPU.Seconds(), EngineHandles: s.handles, SimWallS: wall.Seconds(),
 		MemoryLimitBytes: s.cfg.MemoryLimit, BandwidthBytesS: s.cfg.Bandwidth, LatencyS: s.cfg.Latency,
 		Seed: s.cfg.Seed, DataBytes: s.g.DataBytes, EngineLogs: s.engineLogs, LeakedBytes: s.clusterMem,
-		HolderMismatches: s.anomalies, PeakTrace: s.trace}
+		HolderMismatches: s.anomalies, PeakTrace: s.trace,
+		Stealing: s.cfg.Stealing, StealsConfirmed: s.eng.StealStats().Confirmed}
 	if len(s.g.Tasks) > 0 {
 		r.EngineCPUUsPerTask = float64(s.engineCPU.Microseconds()) / float64(len(s.g.Tasks))
 	}

@@ -35,6 +35,12 @@ type Config struct {
 	Validate bool
 	// TracePeak records what the cluster held at its peak (Result.PeakTrace).
 	TracePeak bool
+	// Stealing turns the engine's work stealing on: a StealTick every
+	// StealInterval seconds (default 1, distributed's work-stealing-interval)
+	// and workers that answer steal-request as stock workers do. Off, the
+	// engine runs with work-stealing false.
+	Stealing      bool
+	StealInterval float64
 }
 
 func (c *Config) fill() error {
@@ -55,6 +61,12 @@ func (c *Config) fill() error {
 	}
 	if c.Latency == 0 {
 		c.Latency = 0.001
+	}
+	if c.StealInterval < 0 || math.IsNaN(c.StealInterval) {
+		return fmt.Errorf("sim config: steal interval %v", c.StealInterval)
+	}
+	if c.StealInterval == 0 {
+		c.StealInterval = 1
 	}
 	_, err := EngineConfig(c.Mode, c.Bandwidth)
 	return err
@@ -120,6 +132,7 @@ func Run(g *Graph, cfg Config) (*Result, error) {
 	}
 	ecfg, _ := EngineConfig(cfg.Mode, cfg.Bandwidth)
 	ecfg.ValidateInvariants = cfg.Validate
+	ecfg.NoWorkStealing = !cfg.Stealing
 	// The engine's CPU time is read from this thread's clock.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -177,6 +190,9 @@ func (s *Sim) start() {
 	}
 	s.handle(&scheduler.GraphMaterialized{Base: s.base(0), RequestID: out.Helper[0].ID,
 		Client: s.client, Tasks: s.graphTasks()})
+	if s.cfg.Stealing {
+		s.clk.schedule(&event{at: s.cfg.StealInterval, kind: evStealTick})
+	}
 }
 
 var runSpec = scheduler.BlobSpec{Blob: &protocol.Blob{Pickled: true, Header: []byte{0x80}, Frames: [][]byte{[]byte("sim")}}}
@@ -269,6 +285,13 @@ func (s *Sim) step(e *event) {
 		s.taskDone(s.workers[e.w], e.task, e.run)
 	case evTransferDone:
 		s.transferDone(s.workers[e.w], e.task)
+	case evStealTick:
+		s.handle(&scheduler.StealTick{Base: s.base(s.clk.now)})
+		// tick while the graph runs; a stuck run (nothing else queued)
+		// must still end
+		if s.remaining > 0 && len(s.clk.q) > 0 {
+			s.clk.schedule(&event{at: s.clk.now + s.cfg.StealInterval, kind: evStealTick})
+		}
 	}
 }
 

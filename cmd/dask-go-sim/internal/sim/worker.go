@@ -23,7 +23,9 @@ type worker struct {
 	waiting map[int32]*pending
 	// fetch: dependencies in flight to this worker -> the tasks they unblock.
 	fetch map[int32][]waiter
-	ready readyHeap
+	// executing: tasks on a thread now, by run_id.
+	executing map[int32]int64
+	ready     readyHeap
 	// data: keys held (results and fetched replicas) -> nbytes.
 	data map[int32]int64
 
@@ -48,7 +50,7 @@ type waiter struct {
 func newWorker(idx int32, addr string, threads int, limit int64) *worker {
 	return &worker{idx: idx, addr: addr, threads: threads, limit: limit,
 		assigned: map[int32]int64{}, waiting: map[int32]*pending{},
-		fetch: map[int32][]waiter{}, data: map[int32]int64{}}
+		fetch: map[int32][]waiter{}, data: map[int32]int64{}, executing: map[int32]int64{}}
 }
 
 // addMem adjusts the worker's memory and returns the delta for the

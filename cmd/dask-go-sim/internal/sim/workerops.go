@@ -16,6 +16,8 @@ func (s *Sim) workerMsgs(w *worker, msgs []*protocol.Map) {
 		switch m.Get("op") {
 		case "compute-task":
 			s.computeTask(w, m)
+		case "steal-request":
+			s.stealRequest(w, m)
 		case "free-keys":
 			for _, k := range msgKeys(m.Get("keys")) {
 				if t, ok := s.index[k]; ok {
@@ -203,6 +205,7 @@ func (s *Sim) startTasks(w *worker) {
 			return
 		}
 		w.busy++
+		w.executing[it.task] = it.run
 		t := &s.g.Tasks[it.task]
 		s.mem(w, t.Transient)
 		s.clk.schedule(&event{at: s.clk.now + t.Duration, kind: evTaskDone, w: w.idx, task: it.task, run: it.run})
@@ -214,6 +217,9 @@ func (s *Sim) startTasks(w *worker) {
 // drops it). The output is counted before the working memory is released.
 func (s *Sim) taskDone(w *worker, t int32, run int64) {
 	w.busy--
+	if r, ok := w.executing[t]; ok && r == run {
+		delete(w.executing, t)
+	}
 	task := &s.g.Tasks[t]
 	if w.live(t, run) {
 		delete(w.assigned, t)
@@ -227,4 +233,35 @@ func (s *Sim) taskDone(w *worker, t int32, run int64) {
 	}
 	s.mem(w, -task.Transient)
 	s.startTasks(w)
+}
+
+// stealRequest answers steal-request as a stock worker does
+// (WorkerState._handle_steal_request): a task not started yet (waiting for
+// its inputs, or ready) is released and reported as such; otherwise the
+// worker reports what it knows (executing, memory, or None).
+func (s *Sim) stealRequest(w *worker, m *protocol.Map) {
+	k, _ := m.Get("key").(protocol.Key)
+	sid, _ := m.Get("stimulus_id").(string)
+	state := ""
+	if t, ok := s.index[k]; ok {
+		run, assigned := w.assigned[t]
+		exRun, executing := w.executing[t]
+		_, waiting := w.waiting[t]
+		_, held := w.data[t]
+		switch {
+		case assigned && executing && exRun == run:
+			state = "executing"
+		case assigned:
+			state = "ready"
+			if waiting {
+				state = "waiting"
+			}
+			delete(w.assigned, t) // a stale ready-heap entry is skipped
+			delete(w.waiting, t)
+		case held:
+			state = "memory"
+		}
+	}
+	s.toScheduler(&scheduler.StealResponse{Base: scheduler.Base{ID: sid, At: s.at(s.clk.now + s.cfg.Latency)},
+		Worker: w.addr, Key: k, State: state})
 }

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"testing"
+	"time"
+
+	"daskgo/compat"
+)
+
+// TestEngineConfigWorkStealing: the work-stealing keys of dask config reach
+// the engine: on with a 1 s interval by default (distributed.yaml), off and
+// faster when configured, also through DASK_ environment variables.
+func TestEngineConfigWorkStealing(t *testing.T) {
+	cases := []struct {
+		env      []string
+		off      bool
+		interval time.Duration
+	}{
+		{[]string{}, false, time.Second},
+		{[]string{"DASK_DISTRIBUTED__SCHEDULER__WORK_STEALING=False"}, true, time.Second},
+		{[]string{"DASK_DISTRIBUTED__SCHEDULER__WORK_STEALING_INTERVAL=100ms"}, false, 100 * time.Millisecond},
+	}
+	for _, c := range cases {
+		st, err := compat.LoadSchedulerSettings(compat.ConfigSources{Paths: []string{}, Env: c.env})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ec := engineConfig(st)
+		if err := ec.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		if ec.NoWorkStealing != c.off || ec.WorkStealingInterval != c.interval {
+			t.Errorf("env %v: off=%v interval=%v, want %v %v", c.env, ec.NoWorkStealing, ec.WorkStealingInterval, c.off, c.interval)
+		}
+		if ec.DefaultTaskDurations["rechunk-split"] != time.Microsecond {
+			t.Errorf("env %v: default-task-durations not passed: %v", c.env, ec.DefaultTaskDurations)
+		}
+	}
+}
