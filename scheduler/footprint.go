@@ -22,6 +22,7 @@ type Footprint struct {
 	Processing, HasWhat, WantsWhat  int // summed over workers and clients
 	NeedsWhat, Executing, Actors    int // summed over workers
 	CoRuns, CoOwned                 int // co-assignment runs and their tasks
+	Stealable, StealsInFlight       int // work stealing's per-worker levels and requests
 	Workers, Clients                int
 	PendingGraphs, HeldStimuli      int
 	ParkedRPCs                      int
@@ -33,7 +34,8 @@ type Footprint struct {
 // forgotten.
 func (f Footprint) PerTask() int {
 	return f.Tasks + f.Groups + f.Queued + f.Unrunnable + f.Processing + f.HasWhat + f.WantsWhat +
-		f.NeedsWhat + f.Executing + f.Actors + f.CoRuns + f.CoOwned + f.PendingGraphs + f.HeldStimuli
+		f.NeedsWhat + f.Executing + f.Actors + f.CoRuns + f.CoOwned + f.Stealable + f.StealsInFlight +
+		f.PendingGraphs + f.HeldStimuli
 }
 
 // Footprint takes the counts; it walks workers and clients, not tasks.
@@ -41,7 +43,7 @@ func (s *State) Footprint() Footprint {
 	f := Footprint{
 		Tasks: len(s.tasks), Groups: len(s.groups), Prefixes: len(s.prefixes),
 		Queued: s.queued.Len(), Unrunnable: s.unrunnable.Len(),
-		CoRuns: s.co.bySize.Len(), CoOwned: s.co.owned,
+		CoRuns: s.co.bySize.Len(), CoOwned: s.co.owned, StealsInFlight: len(s.steal.inFlight),
 		Workers: len(s.workers), Clients: len(s.clients),
 		PendingGraphs: len(s.pending), ParkedRPCs: len(s.parkedRPCs),
 		TransitionLog: s.log.n, TaskStreamRecord: len(s.stream.buf),
@@ -56,6 +58,11 @@ func (s *State) Footprint() Footprint {
 		f.NeedsWhat += len(ws.needsWhat)
 		f.Executing += len(ws.executing)
 		f.Actors += ws.actors.Len()
+		if ws.steal != nil {
+			for i := range ws.steal.levels {
+				f.Stealable += ws.steal.levels[i].Len()
+			}
+		}
 	}
 	for _, cs := range s.clients {
 		f.WantsWhat += cs.wantsWhat.Len()
@@ -71,6 +78,7 @@ func (f Footprint) Map() *protocol.Map {
 		"processing", int64(f.Processing), "has_what", int64(f.HasWhat), "wants_what", int64(f.WantsWhat),
 		"needs_what", int64(f.NeedsWhat), "executing", int64(f.Executing), "actors", int64(f.Actors),
 		"co_runs", int64(f.CoRuns), "co_owned", int64(f.CoOwned),
+		"stealable", int64(f.Stealable), "steals_in_flight", int64(f.StealsInFlight),
 		"workers", int64(f.Workers), "clients", int64(f.Clients),
 		"pending_graphs", int64(f.PendingGraphs), "held_stimuli", int64(f.HeldStimuli),
 		"parked_rpcs", int64(f.ParkedRPCs), "transition_log", int64(f.TransitionLog),

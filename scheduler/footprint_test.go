@@ -74,6 +74,9 @@ func TestForgottenGraphLeavesNoState(t *testing.T) {
 			for w, ks := range allComputeTasks(out) { // half the first wave finishes
 				s.finish(w[len("tcp://"):len(w)-len(":8000")], ks[0])
 			}
+			s.addWorker("late", 2) // an idle thief: a steal may be in flight at the cancel
+			s.handle(&StealTick{})
+			t.Logf("steal requests in flight at the cancel: %d", len(s.steal.inFlight))
 			s.handle(&CancelKeys{Client: "c1", Keys: keys("cancel-total")})
 			wantNoTaskState(t, s, "cancelled mid-way")
 
@@ -92,7 +95,7 @@ func TestForgottenGraphLeavesNoState(t *testing.T) {
 
 			f := s.Footprint()
 			eq(t, f.Clients, base.Clients, "clients")
-			eq(t, f.Workers, base.Workers, "workers")
+			eq(t, f.Workers, base.Workers+1, "workers (one joined)")
 			eq(t, f.Prefixes, 4*3, "prefixes kept for their durations (root, sum, total per graph name)")
 		})
 	}
