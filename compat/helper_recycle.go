@@ -4,6 +4,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // A helper frees each graph after answering it and asks glibc to hand the
@@ -14,21 +15,62 @@ import (
 // supervisor starts a fresh one (imports: about a second of CPU), which the
 // queued requests wait for.
 
+//
+// Two thresholds: RecycleAbove retires the helper right after the graph
+// that left it that far above its start; IdleRecycleAbove, smaller, retires
+// it once it has been idle for IdleRecycleAfter with no graph since. The
+// second is for the slow creep of a long-lived helper (about 3 MiB per
+// 100k-task graph in the soak, scripts/bench/soak.py): a service that
+// handled graphs all day falls back to a fresh helper's size once quiet,
+// and pays the restart only when it is quiet.
+
 // noteHelperRSS applies the recycle policy after a graph answer; rss is the
 // helper's RSS once it has freed the graph.
 func (m *Materializer) noteHelperRSS(inc *incarnation, rss int64) {
-	if m.cfg.RecycleAbove < 0 || rss <= 0 || inc.startRSS <= 0 || rss-inc.startRSS <= m.cfg.RecycleAbove {
+	if m.cfg.RecycleAbove < 0 || rss <= 0 || inc.startRSS <= 0 {
 		return
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.answers++
 	if inc.retiring || m.closed {
+		return
+	}
+	if over := rss - inc.startRSS; over <= m.cfg.RecycleAbove {
+		if over > m.cfg.IdleRecycleAbove {
+			m.armIdleRecycleLocked(inc, rss)
+		}
 		return
 	}
 	inc.retiring = true
 	m.recycled++
 	m.log.Info().Int("helper_pid", inc.pid).Int64("rss", rss).Int64("start_rss", inc.startRSS).
 		Msg("materializer helper keeps its memory after a graph; replacing it once idle")
+	m.closeIfRetiredLocked(inc)
+}
+
+// armIdleRecycleLocked schedules retireIfIdle after IdleRecycleAfter; a
+// later answer re-arms it. The timer is stopped by Close. Caller holds m.mu.
+func (m *Materializer) armIdleRecycleLocked(inc *incarnation, rss int64) {
+	if m.idleTimer != nil {
+		m.idleTimer.Stop()
+	}
+	gen := m.answers
+	m.idleTimer = time.AfterFunc(m.cfg.IdleRecycleAfter, func() { m.retireIfIdle(inc, gen, rss) })
+}
+
+// retireIfIdle retires inc if it is still the running helper and nothing
+// happened since answer gen: no answer, no request in flight or queued.
+func (m *Materializer) retireIfIdle(inc *incarnation, gen, rss int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed || m.cur != inc || inc.retiring || m.answers != gen || len(inc.pending) > 0 || len(m.queue) > 0 {
+		return
+	}
+	inc.retiring = true
+	m.recycled++
+	m.log.Info().Int("helper_pid", inc.pid).Int64("rss", rss).Int64("start_rss", inc.startRSS).
+		Msg("materializer helper idle well above its start-up size; replacing it")
 	m.closeIfRetiredLocked(inc)
 }
 

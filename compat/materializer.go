@@ -63,6 +63,11 @@ type Config struct {
 	// trimmed) stays this far above its start-up RSS (default 256 MiB;
 	// negative: never).
 	RecycleAbove int64
+	// IdleRecycleAbove replaces the helper once it has been idle for
+	// IdleRecycleAfter after a graph that left it this far above its
+	// start-up RSS (defaults 16 MiB and 30 s; helper_recycle.go).
+	IdleRecycleAbove int64
+	IdleRecycleAfter time.Duration
 }
 
 func (c *Config) setDefaults() {
@@ -89,6 +94,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.RecycleAbove == 0 {
 		c.RecycleAbove = 256 << 20
+	}
+	if c.IdleRecycleAbove == 0 {
+		c.IdleRecycleAbove = 16 << 20
+	}
+	if c.IdleRecycleAfter == 0 {
+		c.IdleRecycleAfter = 30 * time.Second
 	}
 }
 
@@ -122,6 +133,8 @@ type Materializer struct {
 
 	orderChecks, orderCheckedTasks, orderMismatches int64
 	recycled                                        int64 // helpers replaced for their memory
+	answers                                         int64 // graph answers, for the idle recycle
+	idleTimer                                       *time.Timer
 
 	done   chan struct{} // closed by Close
 	exited chan struct{} // closed when the supervisor has returned
@@ -241,6 +254,9 @@ func (m *Materializer) Close() error {
 	if !m.closed {
 		m.closed = true
 		close(m.done)
+		if m.idleTimer != nil {
+			m.idleTimer.Stop()
+		}
 		if m.cur != nil {
 			_ = m.cur.stdin.Close()
 		}

@@ -253,3 +253,45 @@ func TestRecyclePolicy(t *testing.T) {
 		t.Fatal("recycled with RecycleAbove < 0")
 	}
 }
+
+// TestIdleRecyclePolicy: a helper left above IdleRecycleAbove (but below
+// RecycleAbove) is retired only once idle: not while a request is in
+// flight or queued, not if another answer came since; then it is.
+func TestIdleRecyclePolicy(t *testing.T) {
+	m, inc := fakeMaterializer(t)
+	m.cfg.RecycleAbove, m.cfg.IdleRecycleAbove, m.cfg.IdleRecycleAfter = 100<<20, 10<<20, time.Hour
+	stdin := &closeRecorder{}
+	inc.stdin, inc.startRSS = stdin, 100<<20
+	m.mu.Lock()
+	m.cur = inc
+	m.mu.Unlock()
+
+	m.noteHelperRSS(inc, 105<<20)
+	if m.idleTimer != nil {
+		t.Fatal("armed below IdleRecycleAbove")
+	}
+	m.noteHelperRSS(inc, 120<<20)
+	if inc.retiring || m.idleTimer == nil {
+		t.Fatal("want armed, not retiring, between the two limits")
+	}
+	gen := m.answers
+	m.retireIfIdle(inc, gen-1, 120<<20)
+	if inc.retiring {
+		t.Fatal("retired although an answer came after the timer was armed")
+	}
+	m.mu.Lock()
+	m.queue = append(m.queue, materializeJob(2, 20, ""))
+	m.mu.Unlock()
+	m.retireIfIdle(inc, gen, 120<<20)
+	if inc.retiring {
+		t.Fatal("retired with a request queued")
+	}
+	m.mu.Lock()
+	m.queue = nil
+	m.mu.Unlock()
+	m.retireIfIdle(inc, gen, 120<<20)
+	if !inc.retiring || !stdin.closed || m.Recycled() != 1 {
+		t.Fatal("an idle helper above IdleRecycleAbove was not retired")
+	}
+	m.idleTimer.Stop()
+}
