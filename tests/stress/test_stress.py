@@ -96,7 +96,7 @@ def test_soak_computed_and_cancelled_rounds(cluster):
             heap_after.append(int(process_stats(sched.address)["heap_alloc"]) / 2**20)
     case.settle()
     case.result.notes.append("Go RSS after each round (MiB): " + ", ".join(f"{x:.0f}" for x in after_round))
-    case.result.notes.append("Go live heap after each round (MiB): " + ", ".join(f"{x:.1f}" for x in heap_after))
+    case.result.notes.append("Go heap allocated after each round (HeapAlloc: garbage not yet collected included; MiB): " + ", ".join(f"{x:.1f}" for x in heap_after))
     if after_round[-1] > 1.2 * after_round[0] + 64:
         case.result.fail(f"RSS grew: {after_round[0]:.0f} -> {after_round[-1]:.0f} MiB")
     case.check()
