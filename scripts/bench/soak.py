@@ -69,13 +69,12 @@ def soak(kind: str, args, tmp: Path) -> list[dict]:
                 out.append(rec)
                 print(f"  {kind} round {r:2} ({rec['how']:9}): scheduler {rec['rss_bytes'] / MiB:6.0f} MiB, "
                       f"helper {rec['helper_rss_bytes'] / MiB:5.0f} MiB", flush=True)
-            for t in range(0, int(args.idle_tail) + 1, 10):  # idle: does it fall back?
-                if t:
-                    time.sleep(10)
+            for t in range(10, int(args.idle_tail) + 1, 10):  # idle: does it fall back?
+                time.sleep(10)
                 out.append({"scheduler": kind, "round": f"idle+{t}s", "rss_bytes": sampler.scheduler_rss[-1],
                             "helper_rss_bytes": sampler.helper_rss[-1]})
-            print(f"  {kind} idle {args.idle_tail:.0f} s after the last round: scheduler "
-                  f"{out[-1]['rss_bytes'] / MiB:6.0f} MiB, helper {out[-1]['helper_rss_bytes'] / MiB:5.0f} MiB", flush=True)
+                print(f"  {kind} idle {t} s after the last round: scheduler {out[-1]['rss_bytes'] / MiB:6.0f} MiB, "
+                      f"helper {out[-1]['helper_rss_bytes'] / MiB:5.0f} MiB", flush=True)
             sampler.stop()
     finally:
         if workers:
