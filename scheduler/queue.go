@@ -153,10 +153,18 @@ func (h *taskHeap) remove(ts *TaskState) {
 // size counts the entries held, live or dead.
 func (h *taskHeap) size() int { return len(h.run) - h.head + len(h.items) }
 
+// emptyMapKeep is the size up to which an emptied map or slice of task
+// states keeps its capacity for the next graph; beyond it, it is made anew
+// so a forgotten big graph leaves nothing behind.
+const emptyMapKeep = 4096
+
 // bound keeps dead entries from piling up (they pin forgotten tasks):
 // never more than half of a big queue, none in an empty one.
 func (h *taskHeap) bound() {
 	switch {
+	case h.live == 0 && cap(h.run)+cap(h.items) > emptyMapKeep:
+		// the queue of a big graph, now empty: let its arrays go
+		h.run, h.head, h.items = nil, 0, nil
 	case h.live == 0:
 		clear(h.run)
 		clear(h.items)

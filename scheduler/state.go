@@ -15,9 +15,11 @@ import (
 type State struct {
 	cfg Config
 
-	tasks    map[protocol.Key]*TaskState
-	prefixes map[string]*TaskPrefix
-	groups   map[string]*TaskGroup
+	tasks map[protocol.Key]*TaskState
+	// tasksPeak is the most tasks held since tasks was last made anew
+	tasksPeak int
+	prefixes  map[string]*TaskPrefix
+	groups    map[string]*TaskGroup
 
 	workers     map[string]*WorkerState
 	workerOrder oset[*WorkerState] // registration order, as distributed's dict

@@ -318,6 +318,7 @@ func (s *State) newTask(key protocol.Key, spec *GraphTask, st Status) *TaskState
 		ts.setSpec(spec)
 	}
 	s.tasks[key] = ts
+	s.tasksPeak = max(s.tasksPeak, len(s.tasks))
 	return ts
 }
 

@@ -2,6 +2,7 @@ package server
 
 import (
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"daskgo/scheduler"
@@ -23,12 +24,25 @@ const bigGraphTasks = 50_000
 // after a big graph is applied and after the scheduler has forgotten as
 // many tasks (a cancelled or released graph): in both cases the heap has
 // pages the runtime would otherwise keep for a long time.
+//
+// It also returns memory once the scheduler has been idle for idleReturn
+// after doing something: between two collections the heap holds garbage up
+// to its goal (twice the live heap), which the runtime scavenger keeps; a
+// service that sits quiet overnight should sit at its live size.
 type memoryReturner struct {
 	kick chan struct{} // capacity 1
 	// high is the most tasks the engine held since the last kick for
 	// forgotten tasks; only the engine goroutine (noteStimulus) touches it.
 	high int
+	// busy: a stimulus other than the clock and heartbeats came since the
+	// last return; lastBusy is when (UnixNano).
+	busy     atomic.Bool
+	lastBusy atomic.Int64
 }
+
+// idleReturn is how long the scheduler must be idle before its free heap
+// memory is handed back.
+const idleReturn = 30 * time.Second
 
 func newMemoryReturner() *memoryReturner {
 	return &memoryReturner{kick: make(chan struct{}, 1)}
@@ -39,6 +53,12 @@ func newMemoryReturner() *memoryReturner {
 // big graph has been applied, or once bigGraphTasks tasks have been
 // forgotten since the high-water mark.
 func (m *memoryReturner) noteStimulus(st scheduler.Stimulus, tasks int) {
+	switch st.(type) {
+	case *scheduler.Tick, *scheduler.StealTick, *scheduler.WorkerHeartbeat, *scheduler.HeartbeatClient:
+	default:
+		m.busy.Store(true)
+		m.lastBusy.Store(time.Now().UnixNano())
+	}
 	if gm, ok := st.(*scheduler.GraphMaterialized); ok && len(gm.Tasks) >= bigGraphTasks {
 		m.signal()
 	}
@@ -58,14 +78,28 @@ func (m *memoryReturner) signal() {
 
 // run is owned by the server (goRun) and exits with it.
 func (m *memoryReturner) run(s *Server) {
+	idle := time.NewTicker(idleReturn / 3)
+	defer idle.Stop()
 	for {
+		why := "after a big graph"
 		select {
 		case <-s.ctx.Done():
 			return
 		case <-m.kick:
+		case now := <-idle.C:
+			if !m.idleDue(now) {
+				continue
+			}
+			why = "once idle"
 		}
+		m.busy.Store(false)
 		t0 := time.Now()
 		debug.FreeOSMemory()
-		s.log.Debug().Dur("took", time.Since(t0)).Msg("returned free heap memory to the OS after a big graph")
+		s.log.Debug().Dur("took", time.Since(t0)).Str("when", why).Msg("returned free heap memory to the OS")
 	}
+}
+
+// idleDue reports whether an idle return is due at now (tests).
+func (m *memoryReturner) idleDue(now time.Time) bool {
+	return m.busy.Load() && now.Sub(time.Unix(0, m.lastBusy.Load())) >= idleReturn
 }

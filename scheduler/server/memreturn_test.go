@@ -2,6 +2,7 @@ package server
 
 import (
 	"testing"
+	"time"
 
 	"daskgo/scheduler"
 )
@@ -41,5 +42,28 @@ func TestMemoryReturnerKicksAfterBigReleases(t *testing.T) {
 	m.noteStimulus(other, 2*bigGraphTasks-10)
 	if len(m.kick) != 0 {
 		t.Fatal("the high-water mark was not reset after the kick")
+	}
+}
+
+// An idle return is due idleReturn after the last stimulus that was not
+// the clock or a heartbeat, and only if one came since the last return.
+func TestMemoryReturnerIdleReturn(t *testing.T) {
+	m := newMemoryReturner()
+	m.noteStimulus(&scheduler.Tick{}, 0)
+	m.noteStimulus(&scheduler.WorkerHeartbeat{}, 0)
+	if m.idleDue(time.Now().Add(time.Hour)) {
+		t.Fatal("clock and heartbeats alone made an idle return due")
+	}
+	m.noteStimulus(&scheduler.AddClient{Client: "c"}, 0)
+	now := time.Now()
+	if m.idleDue(now.Add(idleReturn / 2)) {
+		t.Fatal("due before idleReturn")
+	}
+	if !m.idleDue(now.Add(idleReturn + time.Second)) {
+		t.Fatal("not due after idleReturn")
+	}
+	m.busy.Store(false) // what run does when it returns memory
+	if m.idleDue(now.Add(time.Hour)) {
+		t.Fatal("due again with nothing since the last return")
 	}
 }
