@@ -3,6 +3,7 @@ after a graph is forgotten? (issue 17's soak, the measurement part).
 
     .venv/bin/python scripts/bench/soak.py [--schedulers py,go] [--rounds 10] [--tasks 100000]
                                            [--workers 0] [--settle 8] [--idle-tail 0] [--json OUT]
+    .venv/bin/python scripts/bench/soak.py --render GO.json PY.json    # the Markdown table
 
 For each scheduler: start it (no workers by default, or N stock workers
 with nannies), connect a Client, then for each round submit a binary
@@ -91,7 +92,34 @@ def wait_running(client, timeout: float) -> None:
         time.sleep(0.2)
 
 
+def render(paths: list[str]) -> str:
+    """A Markdown table of soak runs (one JSON per scheduler), round by round."""
+    runs = {}
+    for p in paths:
+        for r in json.loads(Path(p).read_text())["records"]:
+            runs.setdefault(r["scheduler"], {})[str(r["round"])] = r
+    kinds = [k for k in ("go", "py") if k in runs]
+    rounds = list(dict.fromkeys(k for kind in kinds for k in runs[kind]))
+    head = "| round | " + " | ".join(
+        "Go process RSS MiB | Go helper RSS MiB" if k == "go" else "Python scheduler RSS MiB" for k in kinds) + " |"
+    lines = [head, "|---|" + "---:|" * (len(head.split("|")) - 3)]
+    for rd in rounds:
+        how = next((runs[k][rd].get("how", "") for k in kinds if rd in runs[k]), "")
+        cells = []
+        for k in kinds:
+            r = runs[k].get(rd)
+            if k == "go":
+                cells += [f"{r['rss_bytes'] / MiB:.0f}", f"{r['helper_rss_bytes'] / MiB:.0f}"] if r else ["", ""]
+            else:
+                cells.append(f"{r['rss_bytes'] / MiB:.0f}" if r else "")
+        lines.append(f"| {rd}{' (' + how + ')' if how else ''} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> int:
+    if sys.argv[1:2] == ["--render"]:
+        print(render(sys.argv[2:]), end="")
+        return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--schedulers", default="py,go")
     ap.add_argument("--rounds", type=int, default=10)
