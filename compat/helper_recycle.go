@@ -42,10 +42,15 @@ func (m *Materializer) noteHelperRSS(inc *incarnation, rss int64) {
 		}
 		return
 	}
+	m.retireLocked(inc, rss, "materializer helper keeps its memory after a graph; replacing it once idle")
+}
+
+// retireLocked marks inc retiring (it takes no new request), counts and
+// logs it, and closes it now if no answer is owed. Caller holds m.mu.
+func (m *Materializer) retireLocked(inc *incarnation, rss int64, why string) {
 	inc.retiring = true
 	m.recycled++
-	m.log.Info().Int("helper_pid", inc.pid).Int64("rss", rss).Int64("start_rss", inc.startRSS).
-		Msg("materializer helper keeps its memory after a graph; replacing it once idle")
+	m.log.Info().Int("helper_pid", inc.pid).Int64("rss", rss).Int64("start_rss", inc.startRSS).Msg(why)
 	m.closeIfRetiredLocked(inc)
 }
 
@@ -67,11 +72,7 @@ func (m *Materializer) retireIfIdle(inc *incarnation, gen, rss int64) {
 	if m.closed || m.cur != inc || inc.retiring || m.answers != gen || len(inc.pending) > 0 || len(m.queue) > 0 {
 		return
 	}
-	inc.retiring = true
-	m.recycled++
-	m.log.Info().Int("helper_pid", inc.pid).Int64("rss", rss).Int64("start_rss", inc.startRSS).
-		Msg("materializer helper idle well above its start-up size; replacing it")
-	m.closeIfRetiredLocked(inc)
+	m.retireLocked(inc, rss, "materializer helper idle well above its start-up size; replacing it")
 }
 
 // closeIfRetiredLocked ends a retiring helper whose answers are all in.

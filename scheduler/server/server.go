@@ -113,9 +113,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	s.rpc = &comm.Server{Handlers: s.handlers(), Options: opts, Name: "dask-go-scheduler", Logger: s.log}
 	s.goRun(s.loop.run)
 	s.goRun(func() { s.forwardResults(results) })
-	s.goRun(s.tick)
+	s.goRun(func() { s.periodic(s.cfg.TickEvery, tickAt) })
 	if ec := engine.Config(); !ec.NoWorkStealing {
-		s.goRun(func() { s.stealTick(ec.WorkStealingInterval) })
+		s.goRun(func() { s.periodic(ec.WorkStealingInterval, stealTickAt) })
 	}
 	s.goRun(func() { s.memory.run(s) })
 	go func() { s.serveErr <- s.rpc.Serve(lis) }()
@@ -176,23 +176,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// tick feeds the engine its clock so time-based rules (worker-ttl) run.
-func (s *Server) tick() {
-	t := time.NewTicker(s.cfg.TickEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.ctx.Done():
-			return
-		case now := <-t.C:
-			s.loop.submit(&scheduler.Tick{Base: scheduler.Base{ID: fmt.Sprintf("tick-%d", now.UnixNano()), At: now}})
-		}
-	}
-}
-
-// stealTick drives work stealing: a StealTick every work-stealing-interval,
-// as distributed's PeriodicCallback runs WorkStealing.balance.
-func (s *Server) stealTick(every time.Duration) {
+// periodic submits stim(now) to the engine every interval until the
+// server stops: the clock for time-based rules (Tick: worker-ttl, leases)
+// and work stealing's StealTick, as distributed's PeriodicCallbacks.
+func (s *Server) periodic(every time.Duration, stim func(now time.Time) scheduler.Stimulus) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -200,9 +187,17 @@ func (s *Server) stealTick(every time.Duration) {
 		case <-s.ctx.Done():
 			return
 		case now := <-t.C:
-			s.loop.submit(&scheduler.StealTick{Base: scheduler.Base{ID: fmt.Sprintf("steal-balance-%d", now.UnixNano()), At: now}})
+			s.loop.submit(stim(now))
 		}
 	}
+}
+
+func tickAt(now time.Time) scheduler.Stimulus {
+	return &scheduler.Tick{Base: scheduler.Base{ID: fmt.Sprintf("tick-%d", now.UnixNano()), At: now}}
+}
+
+func stealTickAt(now time.Time) scheduler.Stimulus {
+	return &scheduler.StealTick{Base: scheduler.Base{ID: fmt.Sprintf("steal-balance-%d", now.UnixNano()), At: now}}
 }
 
 // forwardResults passes materializer results (GraphMaterialized,
