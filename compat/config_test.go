@@ -31,7 +31,7 @@ func load(t *testing.T, src ConfigSources) SchedulerSettings {
 }
 
 var wantDefaults = SchedulerSettings{
-	WorkerSaturation: 1.1, AllowedFailures: 3, WorkerTTL: 5 * time.Minute,
+	WorkerSaturation: 1.1, RootTaskCoAssignmentDepth: 4, AllowedFailures: 3, WorkerTTL: 5 * time.Minute,
 	RootishTaskgroup: 5, RootishTaskgroupDependencies: 5,
 	UnknownTaskDuration: 500 * time.Millisecond,
 	DefaultTaskDurations: map[string]time.Duration{

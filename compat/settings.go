@@ -12,7 +12,8 @@ import (
 
 // defaultsYAML holds the defaults of the keys SchedulerSettings reads, with
 // distributed/distributed.yaml's values (2026.8.0) and spelling, plus our
-// own root-task-co-assignment, task-ordering and task-ordering-check keys.
+// own root-task-co-assignment, root-task-co-assignment-depth, task-ordering
+// and task-ordering-check keys.
 // Being YAML, it takes part in dask's "_"/"-" canonicalization exactly as
 // distributed.yaml does.
 const defaultsYAML = `
@@ -29,6 +30,7 @@ distributed:
     rootish-taskgroup: 5
     rootish-taskgroup-dependencies: 5
     root-task-co-assignment: false
+    root-task-co-assignment-depth: 4
     task-ordering: go
     task-ordering-check: false
     worker-ttl: "5 minutes"
@@ -57,10 +59,15 @@ type SchedulerSettings struct {
 	// queuing (distributed.scheduler.worker-saturation).
 	WorkerSaturation float64
 	// RootTaskCoAssignment: with a finite worker-saturation, hand queued
-	// root tasks out in contiguous runs per worker, so siblings of a
-	// reduction share a worker (distributed.scheduler.root-task-co-assignment,
+	// root tasks out by families (the roots a reduction joins) per worker,
+	// so siblings of a reduction share a worker (distributed.scheduler.root-task-co-assignment,
 	// ours; default false; scheduler/WITHHOLDING.md).
 	RootTaskCoAssignment bool
+	// RootTaskCoAssignmentDepth: co-assignment keeps together the roots
+	// that reach a common task within this many levels of dependents; 0 or
+	// less hands out contiguous priority ranges instead
+	// (distributed.scheduler.root-task-co-assignment-depth, ours; default 4).
+	RootTaskCoAssignmentDepth int
 	// AllowedFailures: unexpected worker deaths a task survives before
 	// KilledWorker.
 	AllowedFailures int
@@ -117,6 +124,7 @@ func SchedulerSettingsFrom(cfg *DaskConfig) (SchedulerSettings, error) {
 	s := SchedulerSettings{
 		WorkerSaturation:             r.saturation("distributed.scheduler.worker-saturation"),
 		RootTaskCoAssignment:         r.boolean("distributed.scheduler.root-task-co-assignment"),
+		RootTaskCoAssignmentDepth:    r.integer("distributed.scheduler.root-task-co-assignment-depth"),
 		AllowedFailures:              r.integer("distributed.scheduler.allowed-failures"),
 		WorkerTTL:                    r.optDuration("distributed.scheduler.worker-ttl"),
 		RootishTaskgroup:             r.integer("distributed.scheduler.rootish-taskgroup"),

@@ -210,11 +210,13 @@ func (s *State) coTopRun(h *ixheap[*coRun]) *coRun {
 	}
 }
 
-// coPartition splits the unowned pool, in priority order, into one
-// contiguous run per running worker, proportional to its threads (the
-// withheld form of distributed's len(group)/total_nthreads*nthreads).
+// coPartition hands the unowned pool to the running workers as runs: by
+// families dealt in priority order (cofamily.go), or, with families off,
+// one contiguous run of priorities per worker, proportional to its threads
+// (the withheld form of distributed's len(group)/total_nthreads*nthreads).
 // Fewer tasks than workers go one each, round-robin. O(u log u) for u
-// pooled tasks (their heap pops) plus O(min(u, workers)).
+// pooled tasks (their heap pops), plus the families' O(u × depth) or
+// O(min(u, workers)) for ranges.
 func (s *State) coPartition() {
 	n := s.queued.Len()
 	workers := s.running.Items()
@@ -225,18 +227,28 @@ func (s *State) coPartition() {
 	s.co.genSeq++
 	b := &coBlock{tasks: make([]*TaskState, 0, n), gen: s.co.genSeq}
 	for ts := s.queued.pop(); ts != nil; ts = s.queued.pop() {
-		ts.coBlock, ts.coPos = b, int32(len(b.tasks))
 		b.tasks = append(b.tasks, ts)
 	}
 	s.co.owned += n
 	start := s.co.cursor % w
 	if n < w {
+		s.coPlace(b)
 		for i := 0; i < n; i++ {
 			s.coAddRun(b, i, i+1, workers[(start+i)%w])
 		}
 		s.co.cursor = (start + n) % w
 		return
 	}
+	if depth := s.coFamilyDepth(); depth > 0 {
+		limit := (n + w - 1) / w
+		uf := coFamilies(b.tasks, depth, limit)
+		var starts []int
+		b.tasks, starts = coParcels(b.tasks, uf, max(1, limit/coParcelDiv))
+		s.coPlace(b)
+		s.coDeal(b, starts, workers)
+		return
+	}
+	s.coPlace(b)
 	threads := 0
 	for _, ws := range workers {
 		threads += ws.NThreads
@@ -250,6 +262,13 @@ func (s *State) coPartition() {
 		lo += share
 	}
 	s.co.cursor = (start + 1) % w
+}
+
+// coPlace points every task of b at its position.
+func (s *State) coPlace(b *coBlock) {
+	for i, ts := range b.tasks {
+		ts.coBlock, ts.coPos = b, int32(i)
+	}
 }
 
 // coNext picks the task ws runs next: the head of its most urgent run, or,

@@ -22,9 +22,16 @@ type Config struct {
 	// math.Inf(1) turns queuing off (distributed.scheduler.worker-saturation).
 	WorkerSaturation float64
 	// RootTaskCoAssignment: with a finite WorkerSaturation, queued root-ish
-	// tasks are handed out in contiguous runs of priorities per worker
-	// (distributed.scheduler.root-task-co-assignment; WITHHOLDING.md).
+	// tasks are grouped by the reductions they feed and each group is run
+	// by one worker (distributed.scheduler.root-task-co-assignment;
+	// WITHHOLDING.md).
 	RootTaskCoAssignment bool
+	// CoFamilyDepth: with co-assignment, roots that reach a common task
+	// within this many levels of dependents form a family that one worker
+	// runs (cofamily.go; distributed.scheduler.root-task-co-assignment-depth,
+	// ours). 0 means 4; negative partitions by contiguous priority ranges
+	// instead (the first design, kept for comparison).
+	CoFamilyDepth int
 	// SpreadRootsWithoutQueue: with WorkerSaturation = inf, place root-ish
 	// tasks like any other task (worker_objective over all workers) instead
 	// of distributed's group co-location (decide_worker_rootish_queuing_disabled).

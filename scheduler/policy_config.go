@@ -73,6 +73,7 @@ func (s *State) effectiveConfig() *protocol.Map {
 	return protocol.NewMap(
 		"distributed.scheduler.worker-saturation", sat,
 		"distributed.scheduler.root-task-co-assignment", s.cfg.RootTaskCoAssignment,
+		"distributed.scheduler.root-task-co-assignment-depth", max(s.coFamilyDepth(), 0),
 		"withholding-mode", s.WithholdingMode(),
 		"distributed.scheduler.work-stealing", s.stealOn(),
 		"distributed.scheduler.work-stealing-interval", s.cfg.WorkStealingInterval.Seconds(),

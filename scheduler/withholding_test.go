@@ -106,8 +106,18 @@ type sim struct {
 }
 
 func newSim(t *testing.T, m mode, prefix string, workers ...string) *sim {
-	s := newTestState(t, withWorkers(workers...), withSaturation(m.sat), withCoAssignment(m.co))
-	return &sim{tstate: s, prefix: prefix, sent: map[string][]int{}}
+	return newSimWith(t, m, prefix, workers)
+}
+
+func newSimWith(t *testing.T, m mode, prefix string, workers []string, opts ...option) *sim {
+	opts = append([]option{withWorkers(workers...), withSaturation(m.sat), withCoAssignment(m.co)}, opts...)
+	return &sim{tstate: newTestState(t, opts...), prefix: prefix, sent: map[string][]int{}}
+}
+
+// withPriorityRanges partitions co-assigned roots into one contiguous range
+// of priorities per worker (CoFamilyDepth < 0), the design before families.
+func withPriorityRanges() option {
+	return func(c *Config, _ *[]string) { c.CoFamilyDepth = -1 }
 }
 
 func (sm *sim) record(out Outbox) Outbox {
@@ -256,8 +266,8 @@ func TestSpreadRootsWithoutQueueInterleaves(t *testing.T) {
 	sm.wantStatus("xsum4-0", "memory")
 }
 
-func TestCoAssignmentRunsAndPerRunOrder(t *testing.T) {
-	sm := newSim(t, modes[2], "x", "w1:2", "w2:2")
+func TestCoAssignmentRangesRunsAndPerRunOrder(t *testing.T) {
+	sm := newSimWith(t, modes[2], "x", []string{"w1:2", "w2:2"}, withPriorityRanges())
 	sm.record(sm.submit("c1", reductionTree("x", 100, 4), "xsum4-0"))
 	eqSlice(t, sm.sent[addr("w1")], []int{0, 1}, "w1 starts its run")
 	eqSlice(t, sm.sent[addr("w2")], []int{50, 51}, "w2 starts the second half")
@@ -278,7 +288,7 @@ func TestCoAssignmentRunsAndPerRunOrder(t *testing.T) {
 }
 
 func TestCoAssignmentStealsFarHalf(t *testing.T) {
-	sm := newSim(t, modes[2], "x", "w1:1", "w2:1")
+	sm := newSimWith(t, modes[2], "x", []string{"w1:1", "w2:1"}, withPriorityRanges())
 	sm.record(sm.submit("c1", reductionTree("x", 40, 4), "xsum3-0"))
 	// w1 owns 0..19, w2 owns 20..39; only w1 makes progress
 	for len(sm.sent[addr("w1")]) < 21 {

@@ -66,6 +66,7 @@ def test_slot_limit_and_results(tmp_path, mode):
             want_sat = "inf" if mode == "off" else 1.0
             assert info["distributed.scheduler.worker-saturation"] == want_sat
             assert info["distributed.scheduler.root-task-co-assignment"] == (mode == "coassign")
+            assert info["distributed.scheduler.root-task-co-assignment-depth"] == 4
 
             fut = c.compute(tree_sum([delayed(slowroot)(i) for i in range(N_ROOTS)]))
             most = {}
@@ -95,6 +96,7 @@ def test_slot_limit_and_results(tmp_path, mode):
         ("worker-saturation: -1", "distributed.scheduler.worker-saturation"),
         ("worker-saturation: lots", "distributed.scheduler.worker-saturation"),
         ("root-task-co-assignment: sometimes", "distributed.scheduler.root-task-co-assignment"),
+        ("root-task-co-assignment-depth: deep", "distributed.scheduler.root-task-co-assignment-depth"),
     ],
 )
 def test_bad_config_stops_startup(tmp_path, text, key):

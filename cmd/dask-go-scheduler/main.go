@@ -95,6 +95,7 @@ func run(o options) error {
 	}
 	log.Info().Float64("worker-saturation", settings.WorkerSaturation).
 		Bool("root-task-co-assignment", settings.RootTaskCoAssignment).
+		Int("root-task-co-assignment-depth", settings.RootTaskCoAssignmentDepth).
 		Int("allowed-failures", settings.AllowedFailures).
 		Dur("worker-ttl", settings.WorkerTTL).
 		Str("compression", settings.CommCompression).
@@ -149,6 +150,7 @@ func engineConfig(st compat.SchedulerSettings) scheduler.Config {
 	c := scheduler.Config{
 		WorkerSaturation:             st.WorkerSaturation,
 		RootTaskCoAssignment:         st.RootTaskCoAssignment,
+		CoFamilyDepth:                st.RootTaskCoAssignmentDepth,
 		RootishTaskgroup:             st.RootishTaskgroup,
 		RootishTaskgroupDependencies: st.RootishTaskgroupDependencies,
 		WorkerTTL:                    st.WorkerTTL,
@@ -160,6 +162,9 @@ func engineConfig(st compat.SchedulerSettings) scheduler.Config {
 		NoWorkStealing:               !st.WorkStealing,
 		WorkStealingInterval:         st.WorkStealingInterval,
 		DefaultTaskDurations:         st.DefaultTaskDurations,
+	}
+	if c.CoFamilyDepth <= 0 { // the engine reads 0 as its default
+		c.CoFamilyDepth = -1
 	}
 	if c.WorkerTTL == 0 { // null in dask config: never
 		c.WorkerTTL = -1

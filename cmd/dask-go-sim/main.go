@@ -89,6 +89,7 @@ func cmdRun(args []string) error {
 	tracePeak := fs.Bool("trace-peak", false, "add peak_trace: the data held at peak memory, by prefix and worker")
 	stealing := fs.Bool("stealing", false, "work stealing on (a steal tick every -steal-interval seconds)")
 	stealInterval := fs.Float64("steal-interval", 1, "seconds between steal ticks (distributed's work-stealing-interval)")
+	coDepth := fs.Int("co-family-depth", 0, "co-assignment families: levels of dependents (0: the engine's default; negative: contiguous priority runs)")
 	_ = fs.Parse(args)
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -111,6 +112,7 @@ func cmdRun(args []string) error {
 	}
 	cfg.TracePeak = *tracePeak
 	cfg.Stealing, cfg.StealInterval = *stealing, *stealInterval
+	cfg.CoFamilyDepth = *coDepth
 	res, err := sim.Run(g, cfg)
 	if err != nil {
 		return fmt.Errorf("%s on %d workers (%s): %w", g.Workload, *workers, *mode, err)

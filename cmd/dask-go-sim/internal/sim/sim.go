@@ -30,6 +30,8 @@ type Config struct {
 	Latency     float64 // seconds added to every message and transfer; default 1 ms
 	Mode        string
 	Seed        uint64
+	// CoFamilyDepth is the engine's scheduler.Config.CoFamilyDepth.
+	CoFamilyDepth int
 	// Validate turns on the engine's invariant checks after every Handle
 	// (tests; slow on big graphs).
 	Validate bool
@@ -133,6 +135,7 @@ func Run(g *Graph, cfg Config) (*Result, error) {
 	ecfg, _ := EngineConfig(cfg.Mode, cfg.Bandwidth)
 	ecfg.ValidateInvariants = cfg.Validate
 	ecfg.NoWorkStealing = !cfg.Stealing
+	ecfg.CoFamilyDepth = cfg.CoFamilyDepth
 	// The engine's CPU time is read from this thread's clock.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
