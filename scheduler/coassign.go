@@ -231,37 +231,51 @@ func (s *State) coPartition() {
 	}
 	s.co.owned += n
 	start := s.co.cursor % w
-	if n < w {
+	// the workers from the rotating cursor on: who gets the first run
+	order := append(append(make([]*WorkerState, 0, w), workers[start:]...), workers[:start]...)
+	switch {
+	case n < w:
 		s.coPlace(b)
 		for i := 0; i < n; i++ {
-			s.coAddRun(b, i, i+1, workers[(start+i)%w])
+			s.coAddRun(b, i, i+1, order[i])
 		}
 		s.co.cursor = (start + n) % w
 		return
-	}
-	if depth := s.coFamilyDepth(); depth > 0 {
+	case s.coFamilyDepth() > 0:
 		limit := (n + w - 1) / w
-		uf := coFamilies(b.tasks, depth, limit)
+		uf := coFamilies(b.tasks, s.coFamilyDepth(), limit)
 		var starts []int
 		b.tasks, starts = coParcels(b.tasks, uf, max(1, limit/coParcelDiv))
 		s.coPlace(b)
-		s.coDeal(b, starts, workers)
-		return
+		s.coDeal(b, starts, order, threadShares(n, order))
+	default:
+		s.coPlace(b)
+		lo := 0
+		for j, share := range threadShares(n, order) {
+			if share > 0 {
+				s.coAddRun(b, lo, lo+share, order[j])
+				lo += share
+			}
+		}
 	}
-	s.coPlace(b)
+	s.co.cursor = (start + 1) % w
+}
+
+// threadShares splits n tasks over workers proportionally to their
+// threads, each share rounded up from what is left, so the shares add up
+// to n and the last workers may get 0.
+func threadShares(n int, workers []*WorkerState) []int {
 	threads := 0
 	for _, ws := range workers {
 		threads += ws.NThreads
 	}
-	lo := 0
-	for j := 0; j < w && lo < n; j++ {
-		ws := workers[(start+j)%w]
-		share := ((n-lo)*ws.NThreads + threads - 1) / threads
+	shares := make([]int, len(workers))
+	for j, ws := range workers {
+		shares[j] = (n*ws.NThreads + threads - 1) / threads
+		n -= shares[j]
 		threads -= ws.NThreads
-		s.coAddRun(b, lo, lo+share, ws)
-		lo += share
 	}
-	s.co.cursor = (start + 1) % w
+	return shares
 }
 
 // coPlace points every task of b at its position.

@@ -201,14 +201,11 @@ func coParcels(p []*TaskState, uf *unionFind, minParcel int) ([]*TaskState, []in
 }
 
 // coDeal hands the parcels, most urgent first, each to the worker with the
-// fewest roots per thread so far (ties: the rotating cursor's order), so
-// every worker gets parcels from the whole priority range. No worker gets
-// more than its share of the block (proportional to its threads): a parcel
-// that does not fit is split, its more urgent part filling the share.
-// O(parcels × log workers).
-func (s *State) coDeal(b *coBlock, starts []int, workers []*WorkerState) {
-	w := len(workers)
-	start := s.co.cursor % w
+// fewest roots per thread so far (ties: the order of workers), so every
+// worker gets parcels from the whole priority range. No worker gets more
+// than its quota (threadShares): a parcel that does not fit is split, its
+// more urgent part filling the quota. O(parcels × log workers).
+func (s *State) coDeal(b *coBlock, starts []int, workers []*WorkerState, quotas []int) {
 	type load struct {
 		ws           *WorkerState
 		roots, quota int
@@ -225,17 +222,8 @@ func (s *State) coDeal(b *coBlock, starts []int, workers []*WorkerState) {
 		},
 		setIdx: func(l *load, i int) { l.idx = i },
 	}
-	threads := 0
-	for _, ws := range workers {
-		threads += ws.NThreads
-	}
-	left := len(b.tasks)
-	for j := 0; j < w; j++ {
-		ws := workers[(start+j)%w]
-		quota := (left*ws.NThreads + threads - 1) / threads
-		left -= quota
-		threads -= ws.NThreads
-		h.push(&load{ws: ws, quota: quota, rank: j})
+	for j, ws := range workers {
+		h.push(&load{ws: ws, quota: quotas[j], rank: j})
 	}
 	for k := 0; k+1 < len(starts); k++ {
 		for lo, hi := starts[k], starts[k+1]; lo < hi; {
@@ -250,5 +238,4 @@ func (s *State) coDeal(b *coBlock, starts []int, workers []*WorkerState) {
 			h.fix(0)
 		}
 	}
-	s.co.cursor = (start + 1) % w
 }

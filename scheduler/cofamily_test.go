@@ -27,9 +27,15 @@ func farPairs(n int) []GraphTask {
 	return out
 }
 
-// ownerOf maps each queued root index to the worker whose run holds it.
+// ownerOf maps each root index to the worker it was sent to or whose run
+// holds it.
 func (sm *sim) ownerOf() map[int]string {
 	owner := map[int]string{}
+	for w, sent := range sm.sent {
+		for _, i := range sent {
+			owner[i] = w
+		}
+	}
 	for _, ws := range sm.workerOrder.Items() {
 		if ws.coRuns == nil {
 			continue
@@ -53,11 +59,6 @@ func TestCoFamiliesPutFarApartInputsOnOneWorker(t *testing.T) {
 	sm := newSim(t, modes[2], "x", "w1:1", "w2:1")
 	sm.record(sm.submit("c1", farPairs(n), "total"))
 	owner := sm.ownerOf()
-	for w, sent := range sm.sent { // the first root of each worker is processing already
-		for _, i := range sent {
-			owner[i] = w
-		}
-	}
 	eq(t, len(owner), 2*n, "every root owned or sent")
 	for i := 0; i < n; i++ {
 		if owner[i] != owner[i+n] {
@@ -82,11 +83,6 @@ func TestCoPriorityRangesSplitFarApartInputs(t *testing.T) {
 	sm := newSimWith(t, modes[2], "x", []string{"w1:1", "w2:1"}, withPriorityRanges())
 	sm.record(sm.submit("c1", farPairs(n), "total"))
 	owner := sm.ownerOf()
-	for w, sent := range sm.sent {
-		for _, i := range sent {
-			owner[i] = w
-		}
-	}
 	split := 0
 	for i := 0; i < n; i++ {
 		if owner[i] != owner[i+n] {
@@ -103,11 +99,6 @@ func TestCoFamiliesKeepReductionSubtreesWhole(t *testing.T) {
 	sm := newSim(t, modes[2], "x", "w1:1", "w2:1")
 	sm.record(sm.submit("c1", reductionTree("x", 64, 4), "xsum3-0"))
 	owner := sm.ownerOf()
-	for w, sent := range sm.sent {
-		for _, i := range sent {
-			owner[i] = w
-		}
-	}
 	for sub := 0; sub < 4; sub++ {
 		for i := sub * 16; i < sub*16+16; i++ {
 			if owner[i] != owner[sub*16] {
@@ -127,9 +118,6 @@ func TestCoDealSharesFollowThreads(t *testing.T) {
 	count := map[string]int{}
 	for _, w := range sm.ownerOf() {
 		count[w]++
-	}
-	for w, sent := range sm.sent {
-		count[w] += len(sent)
 	}
 	eq(t, count[addr("w1")], 32, "w1's share: 128 × 1/4")
 	eq(t, count[addr("w2")], 96, "w2's share: 128 × 3/4")
