@@ -21,6 +21,17 @@ package scheduler
 type coBlock struct {
 	tasks []*TaskState
 	gen   uint64
+	// Pacing (copace.go), families only. byRank: the partition's tasks in
+	// priority order; front: the rank of the most urgent task still queued
+	// in this block; paceScan: ranks below it hold no family to move;
+	// window: how far (in ranks) a worker's next task may be ahead of the
+	// front before it takes an unstarted family instead (0: off). front
+	// and paceScan only move forward: each rank is passed once.
+	byRank   []*TaskState
+	front    int
+	paceScan int
+	window   int
+	fams     *coFamTable
 }
 
 // coRun is a contiguous range [lo, hi) of a block, owned by one worker.
@@ -242,12 +253,7 @@ func (s *State) coPartition() {
 		s.co.cursor = (start + n) % w
 		return
 	case s.coFamilyDepth() > 0:
-		limit := (n + w - 1) / w
-		uf := coFamilies(b.tasks, s.coFamilyDepth(), limit)
-		var starts []int
-		b.tasks, starts = coParcels(b.tasks, uf, max(1, limit/coParcelDiv))
-		s.coPlace(b)
-		s.coDeal(b, starts, order, threadShares(n, order))
+		s.coPartitionFamilies(b, order)
 	default:
 		s.coPlace(b)
 		lo := 0
@@ -295,7 +301,13 @@ func (s *State) coNext(ws *WorkerState) *TaskState {
 			return nil
 		}
 	}
+	if nr := s.coPace(r, ws); nr != nil {
+		r = nr
+	}
 	ts := r.block.tasks[r.lo]
+	if t := r.block.fams; t != nil {
+		t.started[ts.coFam] = true
+	}
 	r.block.tasks[r.lo] = nil
 	ts.coBlock = nil
 	s.co.owned--

@@ -14,12 +14,10 @@ package scheduler
 //
 // A family is the union of roots that reach a common task within
 // CoFamilyDepth levels of dependents, nearer joins first, never larger than
-// one worker's share of the pool. Consecutive families (by their most urgent
-// root) are packed into parcels of at least limit/coParcelDiv roots; a
-// parcel becomes one run, in priority order, dealt to the least loaded
-// worker per thread. Cost: O(u × depth × coFamilyFrontier) for u pooled
-// roots (map operations), O(parcels × log workers) for the deal; each
-// scheduling decision afterwards is unchanged (coNext).
+// one worker's share of the pool (a mesh's families are smaller: see
+// coFamilySet.mesh and coMeshFamily). The deal (codeal.go) hands them out.
+// Cost: O(u × depth × coFamilyFrontier) map operations for u pooled roots;
+// each scheduling decision afterwards is unchanged (coNext).
 
 const (
 	// coFamilyFanout: a task with more dependents than this is a shared
@@ -28,16 +26,6 @@ const (
 	coFamilyFanout = 32
 	// coFamilyFrontier bounds the tasks followed per root and level.
 	coFamilyFrontier = 32
-	// coParcelDiv: a parcel holds at least limit/coParcelDiv roots, so a
-	// partition makes O(workers × coParcelDiv) runs however small the
-	// families are. Smaller parcels spread each worker's roots more evenly
-	// over the priority range (less memory held for far-apart inputs) but
-	// cut reductions of small families more often (more transfers): in the
-	// simulator at benchmark scale, 8 instead of 2 took climactic-mean from
-	// 0.52 to 0.44 GiB but a 50,000-root binary tree on 20 workers from 3.4
-	// to 5.2 GiB moved; 2 keeps anom-mean, dot-product and dataframe-align
-	// at their gains (1.02, 1.66, 0.20 GiB against ranges' 1.16, 2.55, 0.52).
-	coParcelDiv = 2
 	// defaultCoFamilyDepth: anom-mean's random → mean_chunk → combine, with
 	// a getitem between, needs 3; basic-sum's combine tree needs 4 to reach
 	// a worker's share (with 3 its families are a quarter of that, and the
@@ -82,24 +70,31 @@ func (u *unionFind) find(i int32) int32 {
 	return i
 }
 
-func (u *unionFind) union(a, b int32) {
+// union joins a's and b's families; it returns false when the join was
+// refused at the size limit.
+func (u *unionFind) union(a, b int32) bool {
 	ra, rb := u.find(a), u.find(b)
-	if ra == rb || u.size[ra]+u.size[rb] > u.limit {
-		return
+	if ra == rb {
+		return true
+	}
+	if u.size[ra]+u.size[rb] > u.limit {
+		return false
 	}
 	if u.size[ra] < u.size[rb] {
 		ra, rb = rb, ra
 	}
 	u.parent[rb] = ra
 	u.size[ra] += u.size[rb]
+	return true
 }
 
 // coFamilies unions the roots p (in priority order) that share a task
 // within depth levels of dependents, nearest level first and, within a
 // level, in priority order, so that a family refused at the limit leaves
 // its neighbours to the next family rather than scattering them.
-func coFamilies(p []*TaskState, depth, limit int) *unionFind {
+func coFamilies(p []*TaskState, depth, limit int) coFamilySet {
 	uf := newUnionFind(len(p), limit)
+	firstJoin, refused, width := 0, false, int32(0)
 	// the frontier of root i is front[off[i]:off[i+1]]
 	var front, next []*TaskState
 	off := make([]int32, len(p)+1)
@@ -111,14 +106,30 @@ func coFamilies(p []*TaskState, depth, limit int) *unionFind {
 	off[len(p)] = int32(len(front))
 	for level := 1; level <= depth && len(front) > 0; level++ {
 		seen := make(map[*TaskState]int32, len(front))
+		var reached map[*TaskState]int32 // roots per task, on the first joining level
+		if firstJoin == 0 {
+			reached = make(map[*TaskState]int32, len(front))
+		}
 		for i := range p {
 			for _, j := range front[off[i]:off[i+1]] {
+				if reached != nil {
+					reached[j]++
+					width = max(width, reached[j])
+				}
 				if a, ok := seen[j]; ok {
-					uf.union(a, int32(i))
+					if firstJoin == 0 {
+						firstJoin = level
+					}
+					if !uf.union(a, int32(i)) && level == firstJoin {
+						refused = true
+					}
 				} else {
 					seen[j] = int32(i)
 				}
 			}
+		}
+		if firstJoin == 0 {
+			width = 0
 		}
 		if level == depth {
 			break
@@ -134,7 +145,19 @@ func coFamilies(p []*TaskState, depth, limit int) *unionFind {
 		front, next = next, front
 		off, nextOff = nextOff, off
 	}
-	return uf
+	return coFamilySet{uf: uf, mesh: refused && width >= coMeshWidth}
+}
+
+// coFamilySet is the result of coFamilies. mesh: a join was refused at
+// the size limit on the first level where roots join at all, and tasks of
+// that level take coMeshWidth roots or more: a stencil, whose limit-sized
+// families are bands of the grid, each a front of its own holding its
+// border until the neighbouring band gets there (WITHHOLDING.md,
+// "Meshes"). A reduction tree fills its subtrees and refuses joins only
+// higher up.
+type coFamilySet struct {
+	uf   *unionFind
+	mesh bool
 }
 
 // appendDependents appends ts's dependents to dst unless ts is a shared
@@ -160,82 +183,20 @@ outer:
 	return dst
 }
 
-// coParcels lays the roots p (in priority order) out family by family and
-// packs consecutive families, ordered by their most urgent root, into
-// parcels of at least minParcel roots. It returns the block, in which each
-// parcel is contiguous and in priority order, and the parcels' start
-// indexes followed by len(p). O(u α(u)).
-func coParcels(p []*TaskState, uf *unionFind, minParcel int) ([]*TaskState, []int) {
-	n := len(p)
-	parcelOf := make([]int32, n) // indexed by a family's union-find root
-	for i := range parcelOf {
-		parcelOf[i] = -1
-	}
-	var sizes []int
-	open := 0 // roots in the parcel being filled
-	for i := 0; i < n; i++ {
-		f := uf.find(int32(i))
-		if parcelOf[f] >= 0 {
-			continue // family already placed at its most urgent root
-		}
-		if len(sizes) == 0 || open >= minParcel {
-			sizes = append(sizes, 0)
-			open = 0
-		}
-		parcelOf[f] = int32(len(sizes) - 1)
-		sizes[len(sizes)-1] += int(uf.size[f])
-		open += int(uf.size[f])
-	}
-	starts := make([]int, len(sizes)+1)
-	for k, sz := range sizes {
-		starts[k+1] = starts[k] + sz
-	}
-	fill := append([]int(nil), starts[:len(sizes)]...)
-	block := make([]*TaskState, n)
-	for i, ts := range p { // priority order: each parcel stays sorted
-		k := parcelOf[uf.find(int32(i))]
-		block[fill[k]] = ts
-		fill[k]++
-	}
-	return block, starts
-}
+// coMeshWidth: the fewest roots one task of the first joining level takes
+// for a refused join there to make a mesh. A stencil's overlap task takes
+// a chunk and its 8 neighbours; double-diff's a[1:, 1:] - b[:-1, :-1]
+// takes one piece of a and one of b, and small families there doubled the
+// bytes moved (421 MiB against 224 with bands) for no memory.
+const coMeshWidth = 3
 
-// coDeal hands the parcels, most urgent first, each to the worker with the
-// fewest roots per thread so far (ties: the order of workers), so every
-// worker gets parcels from the whole priority range. No worker gets more
-// than its quota (threadShares): a parcel that does not fit is split, its
-// more urgent part filling the quota. O(parcels × log workers).
-func (s *State) coDeal(b *coBlock, starts []int, workers []*WorkerState, quotas []int) {
-	type load struct {
-		ws           *WorkerState
-		roots, quota int
-		rank, idx    int
-	}
-	h := ixheap[*load]{
-		less: func(a, b *load) bool {
-			// a.roots/a.threads < b.roots/b.threads, without division
-			x, y := a.roots*b.ws.NThreads, b.roots*a.ws.NThreads
-			if x != y {
-				return x < y
-			}
-			return a.rank < b.rank
-		},
-		setIdx: func(l *load, i int) { l.idx = i },
-	}
-	for j, ws := range workers {
-		h.push(&load{ws: ws, quota: quotas[j], rank: j})
-	}
-	for k := 0; k+1 < len(starts); k++ {
-		for lo, hi := starts[k], starts[k+1]; lo < hi; {
-			l := h.items[0]
-			take := hi - lo
-			if room := l.quota - l.roots; room > 0 && room < take {
-				take = room
-			}
-			s.coAddRun(b, lo, lo+take, l.ws)
-			l.roots += take
-			lo += take
-			h.fix(0)
+// maxSize is the largest family's size. O(u).
+func (f coFamilySet) maxSize() int {
+	m := int32(1)
+	for i, p := range f.uf.parent {
+		if int32(i) == p {
+			m = max(m, f.uf.size[i])
 		}
 	}
+	return int(m)
 }

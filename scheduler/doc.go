@@ -64,7 +64,7 @@
 //     they are unrestricted, and no running worker has a free slot; tasks
 //     placed by the queuing policy never exceed a worker's slot limit
 //     max(ceil(saturation*nthreads), 1). With root-task-co-assignment,
-//     queued tasks sit in per-worker runs (parcels of families, each a
+//     queued tasks sit in per-worker runs (a worker's dealt families, a
 //     contiguous range of its partition's block); WITHHOLDING.md lists
 //     those invariants and the complexity of each decision.
 //   - only running workers are in running/idle/saturated sets; removed

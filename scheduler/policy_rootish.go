@@ -108,9 +108,14 @@ func (o objective) less(p objective) bool {
 }
 
 // workerObjective mirrors SchedulerState.worker_objective: minimise the
-// expected start time, then stored bytes.
+// expected start time, then stored bytes. With co-assignment a transfer
+// counts coTransferWeight times its time (see there).
 func (s *State) workerObjective(ts *TaskState, ws *WorkerState) objective {
-	start := s.occupancy(ws)/float64(ws.NThreads) + s.commCost(ts, ws)
+	comm := s.commCost(ts, ws)
+	if s.coOn() {
+		comm *= coTransferWeight
+	}
+	start := s.occupancy(ws)/float64(ws.NThreads) + comm
 	o := objective{startTime: start, nbytes: ws.nbytes}
 	if ts.actor {
 		o.actors = ws.actors.Len()

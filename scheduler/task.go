@@ -112,6 +112,8 @@ type TaskState struct {
 	// coBlock/coPos: the task's place in a co-assignment run (coassign.go)
 	coBlock *coBlock
 	coPos   int32
+	coRank  int32 // rank in its partition's priority order (coBlock.byRank)
+	coFam   int32 // its family in coBlock.fams, when the block has families
 	recIdx  int32 // index in State.recs, -1 when not recommended
 
 	state               Status
