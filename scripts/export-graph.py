@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Export a workload's task graph for the simulator (cmd/dask-go-sim).
 
-    scripts/export-graph.py WORKLOAD --scale small|full [--out FILE]
+    scripts/export-graph.py WORKLOAD --scale small|full [--out FILE] [--calibration scripts/sim/calibration.json]
 
 The graph is built exactly as a stock Client builds it (collections_to_expr,
 FinalizeCompute, optimize), then materialized and ordered like the Go
@@ -21,6 +21,11 @@ estimate()):
   * duration: 1 ms overhead + bytes touched / a rate per prefix; root tasks
     generate one input chunk at the workload's generation rate; jobqueue uses
     the same seeded sleeps as scripts/bench/workloads.job.
+With --calibration (scripts/sim/calibration.json, made by scripts/sim/calibrate.py
+from stock workers' traces) the measured model replaces it per prefix: CPU
+seconds = fixed + s_per_byte * (input + output bytes), output = the model's
+estimate * the measured ratio, working memory while running = output *
+the measured ratio (see Calibration).
 
 Format (gzip, JSON lines): line 1 a header object (format
 "daskgo-sim-graph/1", workload, scale, n_tasks, data_bytes, chunks, model,
@@ -320,8 +325,48 @@ def topological(dsk):
     return out, dependents
 
 
-def estimate(w, dsk, layers):
-    """key -> (duration_s, nbytes, transient) in a topological pass."""
+class Calibration:
+    """scripts/sim/calibration.json (scripts/sim/calibrate.py): per task
+    prefix, CPU seconds = fixed_s + s_per_byte * (input + output bytes),
+    the measured output size as a ratio to this model's estimate, and the
+    bytes a running task holds as a ratio to its output. Prefixes it has
+    not measured use an alias (the same operation under another name) or
+    the pooled default."""
+
+    def __init__(self, path, workload):
+        self.path = Path(path)
+        self.doc = json.loads(self.path.read_text())
+        self.measured = self.doc.get("workloads", {}).get(workload, {})
+        self.prefixes = self.doc["prefixes"]
+        self.aliases = self.doc.get("aliases", {})
+        self.default = self.doc["default"]
+        self.used = Counter()
+
+    def lookup(self, prefix):
+        p = prefix if prefix in self.measured or prefix in self.prefixes else self.aliases.get(prefix, prefix)
+        if p in self.measured:
+            self.used[f"measured {p}"] += 1
+            return self.measured[p]
+        self.used[f"pooled {p}" if p in self.prefixes else "default"] += 1
+        return self.prefixes.get(p, self.default)
+
+    def task(self, prefix, inputs, nbytes, by_rule):
+        """(duration, nbytes, transient) of one task from the model's nbytes
+        (by_rule: sized by rule_nbytes, not by dask.array's chunks: then the
+        measured output per input byte is the better transfer to other sizes)."""
+        c = self.lookup(prefix)
+        if by_rule and inputs and c.get("out_per_in"):
+            nbytes = sum(inputs) * c["out_per_in"]
+        elif c.get("out_ratio"):
+            nbytes = nbytes * c["out_ratio"]
+        duration = c["fixed_s"] + c["s_per_byte"] * (sum(inputs) + nbytes)
+        return duration, nbytes, nbytes * c.get("transient_ratio", 1.0)
+
+
+def estimate(w, dsk, layers, cal=None):
+    """key -> (duration_s, nbytes, transient) in a topological pass. With a
+    Calibration, durations, output sizes and working memory are the
+    measured ones (jobqueue's seeded sleeps stay as they are)."""
     from dask.utils import key_split
 
     order, dependents = topological(dsk)
@@ -334,8 +379,13 @@ def estimate(w, dsk, layers):
             continue
         inputs = [est[d][1] for d in deps]
         nbytes = layer_nbytes(key, layers)
-        if nbytes is None:
+        by_rule = nbytes is None
+        if by_rule:
             nbytes = rule_nbytes(key_split(key), deps, inputs, dependents, w)
+        if cal is not None:
+            duration, nbytes, transient = cal.task(key_split(key), inputs, nbytes, by_rule)
+            est[key] = (duration, int(nbytes), int(transient))
+            continue
         if not deps:
             transient = w.chunk_bytes
             duration = 0.001 + w.chunk_bytes / w.root_rate
@@ -404,14 +454,19 @@ def measured_durations(path, keys):
     return out
 
 
-def export(name, scale, out, memory, nthreads, bench_scale=1.0, durations_from=None):
+def export(name, scale, out, memory, nthreads, bench_scale=1.0, durations_from=None, calibration=None):
     from dask.utils import key_split
 
     t0 = time.monotonic()
     w = FULL[name]() if scale == "full" else small(name, memory, nthreads, bench_scale)
     dsk, prio = materialize(w.collection)
     layers = array_layers(w.collection)
-    est = estimate(w, dsk, layers)
+    cal = Calibration(calibration, name) if calibration else None
+    est = estimate(w, dsk, layers, cal)
+    if cal is not None:
+        w.notes = {**w.notes, "calibration": {"from": str(cal.path.relative_to(ROOT) if cal.path.is_absolute()
+                                                          and ROOT in cal.path.parents else cal.path),
+                                              "tasks_by_entry": dict(cal.used)}}
     if durations_from:
         measured = measured_durations(durations_from, dsk)
         for k, (d, nb, tr) in est.items():
@@ -428,7 +483,8 @@ def export(name, scale, out, memory, nthreads, bench_scale=1.0, durations_from=N
     header = {
         "format": "daskgo-sim-graph/1", "workload": name, "scale": scale, "n_tasks": len(keys),
         "data_bytes": int(w.data_bytes), "chunks": int(w.chunks), "notes": w.notes,
-        "model": {"root_rate": w.root_rate, "chunk_bytes": w.chunk_bytes, "rate": 1e9, "overhead_s": 0.001},
+        "model": ({"calibrated": True} if cal else
+                  {"root_rate": w.root_rate, "chunk_bytes": w.chunk_bytes, "rate": 1e9, "overhead_s": 0.001}),
         "prefixes": {p: {"count": c, "mean_duration_s": d / c, "mean_nbytes": b // c}
                      for p, (c, d, b) in sorted(prefixes.items())},
     }
@@ -455,6 +511,9 @@ def main(argv=None):
     ap.add_argument("--durations-from", type=Path,
                     help="a scripts/bench/trace_memory.py result for this workload and size: "
                          "measured per-prefix durations replace the model's")
+    ap.add_argument("--calibration", type=Path,
+                    help="scripts/sim/calibration.json: measured per-prefix CPU cost, output size and working memory "
+                         "replace the model's (scripts/sim/calibrate.py)")
     ap.add_argument("--bench-scale", type=float, default=1.0,
                     help="small scale: the benchmark's --scale the graph must match (the committed bench runs used 0.5)")
     args = ap.parse_args(argv)
@@ -467,7 +526,7 @@ def main(argv=None):
         out = args.out if (args.out and len(names) == 1 and args.out.suffix == ".gz") else \
             (args.out or outdir) / f"{n}-{args.scale}.jsonl.gz"
         export(n, args.scale, out, int(args.memory * GiB), args.nthreads, args.bench_scale,
-               args.durations_from if len(names) == 1 else None)
+               args.durations_from if len(names) == 1 else None, args.calibration)
 
 
 if __name__ == "__main__":

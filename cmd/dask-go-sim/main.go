@@ -57,6 +57,14 @@ type clusterFlags struct {
 	latency   float64
 	seed      uint64
 	validate  bool
+
+	cores                           float64
+	taskOverhead                    float64
+	transferCPU, transferCPUPerByte float64
+	transferWait                    float64
+	receiveEarly                    bool
+	workerUnmanaged                 string
+	calibration                     string
 }
 
 func (c *clusterFlags) register(fs *flag.FlagSet) {
@@ -66,6 +74,29 @@ func (c *clusterFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&c.latency, "latency", 0.001, "seconds per message and transfer")
 	fs.Uint64Var(&c.seed, "seed", 1, "seed (holder choice among replicas)")
 	fs.BoolVar(&c.validate, "validate", false, "engine invariant checks after every step (slow)")
+	fs.Float64Var(&c.cores, "cores", 0, "cores shared by all executing tasks and transfers of the cluster "+
+		"(processor sharing; 0: a core per thread)")
+	fs.Float64Var(&c.taskOverhead, "task-overhead", 0, "seconds of worker work added to every task")
+	fs.Float64Var(&c.transferCPU, "transfer-cpu", 0, "with -cores: CPU seconds per transfer")
+	fs.Float64Var(&c.transferCPUPerByte, "transfer-cpu-per-byte", 0, "with -cores: CPU seconds per byte transferred")
+	fs.Float64Var(&c.transferWait, "transfer-wait", 0, "with -cores: seconds each transfer waits besides its CPU work")
+	fs.BoolVar(&c.receiveEarly, "receive-early", false, "a transfer's bytes count on its destination from its start")
+	fs.StringVar(&c.workerUnmanaged, "worker-unmanaged", "0", "unmanaged bytes a worker grows by once it runs tasks")
+	fs.StringVar(&c.calibration, "calibration", "", "calibration.json (scripts/sim/calibrate.py): defaults for "+
+		"-task-overhead, -transfer-cpu*, -transfer-wait, -receive-early, -worker-unmanaged")
+}
+
+// resolve applies the calibration file, if any, under the explicit flags.
+func (c *clusterFlags) resolve(fs *flag.FlagSet) error {
+	if c.calibration == "" {
+		return nil
+	}
+	cal, err := loadCalibration(c.calibration)
+	if err != nil {
+		return err
+	}
+	cal.apply(c, explicit(fs))
+	return nil
 }
 
 func (c *clusterFlags) config(workers int, mode string) (sim.Config, error) {
@@ -73,8 +104,17 @@ func (c *clusterFlags) config(workers int, mode string) (sim.Config, error) {
 	if err != nil {
 		return sim.Config{}, err
 	}
+	var unmanaged int64
+	if c.workerUnmanaged != "0" && c.workerUnmanaged != "" {
+		if unmanaged, err = parseBytes(c.workerUnmanaged); err != nil {
+			return sim.Config{}, fmt.Errorf("-worker-unmanaged: %w", err)
+		}
+	}
 	return sim.Config{Workers: workers, Threads: c.threads, MemoryLimit: mem, Bandwidth: c.bandwidth,
-		Latency: c.latency, Mode: mode, Seed: c.seed, Validate: c.validate}, nil
+		Latency: c.latency, Mode: mode, Seed: c.seed, Validate: c.validate,
+		Cores: c.cores, TaskOverhead: c.taskOverhead, TransferCPU: c.transferCPU,
+		TransferCPUPerByte: c.transferCPUPerByte, TransferWait: c.transferWait, Calibration: c.calibration,
+		Mem: sim.MemoryModel{ReceiveEarly: c.receiveEarly, WorkerUnmanaged: unmanaged}}, nil
 }
 
 func cmdRun(args []string) error {
@@ -91,6 +131,9 @@ func cmdRun(args []string) error {
 	stealInterval := fs.Float64("steal-interval", 1, "seconds between steal ticks (distributed's work-stealing-interval)")
 	coDepth := fs.Int("co-family-depth", 0, "co-assignment families: levels of dependents (0: the engine's default; negative: contiguous priority runs)")
 	_ = fs.Parse(args)
+	if err := cf.resolve(fs); err != nil {
+		return err
+	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {

@@ -33,6 +33,9 @@ func cmdSweep(args []string) error {
 	modes := fs.String("modes", "off,main,withholding,coassign", "comma-separated modes")
 	budget := fs.Duration("budget", 0, "stop starting new runs after this long (0: no limit)")
 	_ = fs.Parse(args)
+	if err := cf.resolve(fs); err != nil {
+		return err
+	}
 	sizes, err := parseInts(*workers)
 	if err != nil {
 		return err

@@ -24,6 +24,9 @@ const (
 	evTransferDone
 	// evStealTick: the engine's work-stealing period (Config.Stealing).
 	evStealTick
+	// evCPU: the earliest finish on the shared cores (Config.Cores); run
+	// holds the cpu generation it was computed for, stale ones are skipped.
+	evCPU
 )
 
 type event struct {

@@ -37,6 +37,14 @@ type Result struct {
 	StealsConfirmed int64 `json:"steals_confirmed,omitempty"`
 	// PeakTrace: with Config.TracePeak, the cluster's data at its peak.
 	PeakTrace *PeakTrace `json:"peak_trace,omitempty"`
+	// The calibrated model's terms (Config), recorded with each run.
+	Cores              float64     `json:"cores,omitempty"`
+	TaskOverheadS      float64     `json:"task_overhead_s,omitempty"`
+	TransferCPUS       float64     `json:"transfer_cpu_s,omitempty"`
+	TransferCPUPerByte float64     `json:"transfer_cpu_s_per_byte,omitempty"`
+	TransferWaitS      float64     `json:"transfer_wait_s,omitempty"`
+	Memory             MemoryModel `json:"memory_model"`
+	Calibration        string      `json:"calibration,omitempty"`
 }
 
 func (s *Sim) result(wall time.Duration) *Result {
@@ -47,11 +55,16 @@ func (s *Sim) result(wall time.Duration) *Result {
 		MemoryLimitBytes: s.cfg.MemoryLimit, BandwidthBytesS: s.cfg.Bandwidth, LatencyS: s.cfg.Latency,
 		Seed: s.cfg.Seed, DataBytes: s.g.DataBytes, EngineLogs: s.engineLogs, LeakedBytes: s.clusterMem,
 		HolderMismatches: s.anomalies, PeakTrace: s.trace,
-		Stealing: s.cfg.Stealing, StealsConfirmed: s.eng.StealStats().Confirmed}
+		Stealing: s.cfg.Stealing, StealsConfirmed: s.eng.StealStats().Confirmed,
+		Cores: s.cfg.Cores, TaskOverheadS: s.cfg.TaskOverhead, TransferCPUS: s.cfg.TransferCPU,
+		TransferCPUPerByte: s.cfg.TransferCPUPerByte, TransferWaitS: s.cfg.TransferWait, Memory: s.cfg.Mem, Calibration: s.cfg.Calibration}
 	if len(s.g.Tasks) > 0 {
 		r.EngineCPUUsPerTask = float64(s.engineCPU.Microseconds()) / float64(len(s.g.Tasks))
 	}
 	for _, w := range s.workers {
+		if w.active { // the worker's unmanaged growth stays with the process, it is no leak
+			r.LeakedBytes -= s.cfg.Mem.WorkerUnmanaged
+		}
 		r.PeakWorkerMemoryBytes = max(r.PeakWorkerMemoryBytes, w.peak)
 		if w.overLimit {
 			r.WorkersOverLimit++

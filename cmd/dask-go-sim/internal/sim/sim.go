@@ -43,6 +43,28 @@ type Config struct {
 	// engine runs with work-stealing false.
 	Stealing      bool
 	StealInterval float64
+	// Cores > 0: all executing tasks of the cluster share this many cores
+	// (processor sharing, cpu.go), and a task's Duration is CPU work; 0:
+	// every thread has a core of its own (the full-scale default).
+	Cores float64
+	// TaskOverhead: seconds of work added to every task: the worker's own
+	// per-task cost (its event loop, messages, the result's sizeof),
+	// measured as worker CPU outside task execution.
+	TaskOverhead float64
+	// TransferCPU, TransferCPUPerByte: with shared cores, a transfer is CPU
+	// work on them (serialization, copies through loopback, page faults of
+	// the receive buffer) instead of time on a network link: this many
+	// seconds per transfer plus per byte. Without shared cores they are
+	// unused and Bandwidth governs transfers.
+	TransferCPU, TransferCPUPerByte float64
+	// TransferWait: with shared cores, seconds every transfer waits besides
+	// its CPU work: the two event loops each waiting for a time slice on
+	// an oversubscribed machine (a 100-byte transfer takes ~10 ms there).
+	TransferWait float64
+	// Memory terms beyond task outputs (memory.go).
+	Mem MemoryModel
+	// Calibration names the file the costs came from (recorded only).
+	Calibration string
 }
 
 func (c *Config) fill() error {
@@ -69,6 +91,17 @@ func (c *Config) fill() error {
 	}
 	if c.StealInterval == 0 {
 		c.StealInterval = 1
+	}
+	if c.Cores < 0 || math.IsNaN(c.Cores) || math.IsInf(c.Cores, 0) {
+		return fmt.Errorf("sim config: cores %v", c.Cores)
+	}
+	for _, v := range []float64{c.TaskOverhead, c.TransferCPU, c.TransferCPUPerByte, c.TransferWait} {
+		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("sim config: negative or invalid cost %v", v)
+		}
+	}
+	if err := c.Mem.check(); err != nil {
+		return err
 	}
 	_, err := EngineConfig(c.Mode, c.Bandwidth)
 	return err
@@ -122,6 +155,8 @@ type Sim struct {
 	engineLogs              int
 	anomalies               int // holder lists that did not match the workers' data
 
+	cpu *cpu // Config.Cores > 0: the shared cores; nil: a core per thread
+
 	trace    *PeakTrace       // Config.TracePeak
 	prefixes map[int32]string // task -> key prefix, filled lazily by the trace
 }
@@ -145,6 +180,9 @@ func Run(g *Graph, cfg Config) (*Result, error) {
 		rng: cfg.Seed*0x9E3779B97F4A7C15 + 1, client: "Client-sim"}
 	for i, t := range g.Tasks {
 		s.index[t.Key] = int32(i)
+	}
+	if cfg.Cores > 0 {
+		s.cpu = newCPU(cfg.Cores)
 	}
 	s.start()
 	for e := s.clk.next(); e != nil && s.failed == nil; e = s.clk.next() {
@@ -285,7 +323,19 @@ func (s *Sim) step(e *event) {
 	case evToWorker:
 		s.workerMsgs(s.workers[e.w], e.msgs)
 	case evTaskDone:
-		s.taskDone(s.workers[e.w], e.task, e.run)
+		s.taskDone(s.workers[e.w], e.task, e.run, e.at-s.g.Tasks[e.task].Duration-s.cfg.TaskOverhead)
+	case evCPU:
+		if uint64(e.run) == s.cpu.gen {
+			for _, j := range s.cpu.finished(s.clk.now) {
+				if j.transfer {
+					s.clk.schedule(&event{at: s.clk.now + s.cfg.TransferWait + s.cfg.Latency, kind: evTransferDone,
+						w: j.w, task: j.task})
+					continue
+				}
+				s.taskDone(s.workers[j.w], j.task, j.run, j.start)
+			}
+			s.scheduleCPU()
+		}
 	case evTransferDone:
 		s.transferDone(s.workers[e.w], e.task)
 	case evStealTick:

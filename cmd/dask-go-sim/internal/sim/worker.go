@@ -29,8 +29,9 @@ type worker struct {
 	// data: keys held (results and fetched replicas) -> nbytes.
 	data map[int32]int64
 
-	mem, peak int64 // data plus the transient memory of executing tasks
+	mem, peak int64 // data, transient memory of executing tasks, MemoryModel terms
 	overLimit bool  // mem exceeded limit at some point
+	active    bool  // has run a task (MemoryModel.WorkerUnmanaged counted)
 
 	// inFree/outFree: when the worker's network link is next idle in each
 	// direction; transfers queue FIFO on both ends.

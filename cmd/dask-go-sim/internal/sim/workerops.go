@@ -158,13 +158,25 @@ func holderAddrs(whoHas any, key protocol.Key) []string {
 }
 
 // transfer moves d from src to dst. Each worker link serves one transfer at
-// a time per direction (FIFO), at Bandwidth, plus the latency.
+// a time per direction (FIFO), at Bandwidth, plus the latency; with shared
+// cores (Config.Cores) the transfer is instead CPU work on them (see
+// Config.TransferCPU), run as soon as it is asked for. With
+// MemoryModel.ReceiveEarly the destination holds the bytes from the request.
 func (s *Sim) transfer(src, dst *worker, d int32) {
 	nb := s.g.Tasks[d].NBytes
+	s.transferred += nb
+	if s.cfg.Mem.ReceiveEarly {
+		s.mem(dst, nb)
+	}
+	if s.cpu != nil {
+		s.cpu.start(s.clk.now, s.cfg.TransferCPU+float64(nb)*s.cfg.TransferCPUPerByte,
+			cpuJob{transfer: true, w: dst.idx, task: d})
+		s.scheduleCPU()
+		return
+	}
 	start := max(s.clk.now, src.outFree, dst.inFree)
 	end := start + float64(nb)/s.cfg.Bandwidth
 	src.outFree, dst.inFree = end, end
-	s.transferred += nb
 	s.clk.schedule(&event{at: end + s.cfg.Latency, kind: evTransferDone, w: dst.idx, task: d})
 }
 
@@ -173,6 +185,9 @@ func (s *Sim) transfer(src, dst *worker, d int32) {
 func (s *Sim) transferDone(w *worker, d int32) {
 	waiters := w.fetch[d]
 	delete(w.fetch, d)
+	if s.cfg.Mem.ReceiveEarly {
+		s.mem(w, -s.g.Tasks[d].NBytes) // the buffer becomes the stored replica, if any
+	}
 	stored := false
 	for _, wt := range waiters {
 		p := w.waiting[wt.task]
@@ -197,25 +212,49 @@ func (s *Sim) transferDone(w *worker, d int32) {
 	s.startTasks(w)
 }
 
-// startTasks fills free threads with the most urgent ready tasks.
+// startTasks fills free threads with the most urgent ready tasks. With
+// shared cores (Config.Cores) the task's Duration is CPU work on them;
+// otherwise it runs on a core of its own for Duration seconds.
 func (s *Sim) startTasks(w *worker) {
+	started := false
 	for w.busy < w.threads {
 		it, ok := w.nextReady()
 		if !ok {
-			return
+			break
 		}
 		w.busy++
 		w.executing[it.task] = it.run
 		t := &s.g.Tasks[it.task]
-		s.mem(w, t.Transient)
-		s.clk.schedule(&event{at: s.clk.now + t.Duration, kind: evTaskDone, w: w.idx, task: it.task, run: it.run})
+		s.activate(w)
+		s.mem(w, s.runningBytes(t))
+		work := t.Duration + s.cfg.TaskOverhead
+		if s.cpu != nil {
+			s.cpu.start(s.clk.now, work, cpuJob{w: w.idx, task: it.task, run: it.run})
+			started = true
+			continue
+		}
+		s.clk.schedule(&event{at: s.clk.now + work, kind: evTaskDone, w: w.idx, task: it.task, run: it.run})
+	}
+	if started {
+		s.scheduleCPU()
+	}
+}
+
+// scheduleCPU (re)schedules the earliest finish on the shared cores; the
+// events computed before this start or finish changed the rate are stale.
+func (s *Sim) scheduleCPU() {
+	s.cpu.gen++
+	if at, ok := s.cpu.next(); ok {
+		s.clk.schedule(&event{at: at, kind: evCPU, run: int64(s.cpu.gen)})
 	}
 }
 
 // taskDone stores the result and reports it, unless the scheduler freed
 // the task meanwhile (a cancelled run's result is dropped, as the worker
 // drops it). The output is counted before the working memory is released.
-func (s *Sim) taskDone(w *worker, t int32, run int64) {
+// start is when the task began (its wall time is reported, as workers do:
+// contention for cores included).
+func (s *Sim) taskDone(w *worker, t int32, run int64, start float64) {
 	w.busy--
 	if r, ok := w.executing[t]; ok && r == run {
 		delete(w.executing, t)
@@ -225,13 +264,12 @@ func (s *Sim) taskDone(w *worker, t int32, run int64) {
 		delete(w.assigned, t)
 		w.data[t] = task.NBytes
 		s.mem(w, task.NBytes)
-		start := s.at(s.clk.now - task.Duration)
 		s.toScheduler(&scheduler.TaskFinished{Base: s.base(s.clk.now + s.cfg.Latency), Worker: w.addr,
 			Key: task.Key, RunID: run, NBytes: task.NBytes, TypeName: "ndarray",
 			StartStops: []scheduler.StartStop{{Action: "compute",
-				Start: unixSeconds(start), Stop: unixSeconds(s.at(s.clk.now))}}})
+				Start: unixSeconds(s.at(start)), Stop: unixSeconds(s.at(s.clk.now))}}})
 	}
-	s.mem(w, -task.Transient)
+	s.mem(w, -s.runningBytes(task))
 	s.startTasks(w)
 }
 
