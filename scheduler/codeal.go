@@ -22,12 +22,11 @@ type coLoad struct {
 	rank, idx    int
 }
 
-// coDeal deals the families of p (roots in priority order) within each
-// worker's quota (threadShares): a family that does not fit is split, its
-// more urgent part filling the quota. It returns each root's worker (an
-// index into workers). O(u α(u) + families × log workers).
-func coDeal(uf *unionFind, m coMembers, workers []*WorkerState, quotas []int) []int32 {
-	famOrder, first, byFamily := m.famOrder, m.first, m.byFamily
+// coDeal deals the families m lists within each worker's quota
+// (threadShares): a family that does not fit is split, its more urgent
+// part filling the quota. It returns each root's worker (an index into
+// workers). O(u + families × log workers).
+func coDeal(m coMembers, workers []*WorkerState, quotas []int) []int32 {
 	h := ixheap[*coLoad]{
 		less: func(a, b *coLoad) bool {
 			// a.roots/a.threads < b.roots/b.threads, without division
@@ -42,15 +41,15 @@ func coDeal(uf *unionFind, m coMembers, workers []*WorkerState, quotas []int) []
 	for j, ws := range workers {
 		h.push(&coLoad{ws: ws, quota: quotas[j], rank: j})
 	}
-	owner := make([]int32, len(byFamily))
-	for _, f := range famOrder {
-		for lo, hi := int(first[f]), int(first[f]+uf.size[f]); lo < hi; {
+	owner := make([]int32, len(m.byFamily))
+	for k := 0; k < m.count(); k++ {
+		for lo, hi := int(m.first[k]), int(m.first[k+1]); lo < hi; {
 			l := h.items[0]
 			take := hi - lo
 			if room := l.quota - l.roots; room > 0 && room < take {
 				take = room
 			}
-			for _, i := range byFamily[lo : lo+take] {
+			for _, i := range m.byFamily[lo : lo+take] {
 				owner[i] = int32(l.rank)
 			}
 			l.roots += take
@@ -61,38 +60,45 @@ func coDeal(uf *unionFind, m coMembers, workers []*WorkerState, quotas []int) []
 	return owner
 }
 
-// coMembers lists the families by most urgent root (famOrder: their
-// union-find roots) and their members in priority order: family f's
-// members are byFamily[first[f] : first[f]+size(f)].
+// coMembers lists the families, most urgent (by its most urgent root)
+// first: family k's members, in priority order, are the root indexes
+// byFamily[first[k]:first[k+1]].
 type coMembers struct {
-	famOrder, first, byFamily []int32
+	first, byFamily []int32
 }
 
-// coFamilyMembers builds coMembers for n roots. O(u α(u)).
+func (m coMembers) count() int { return len(m.first) - 1 }
+
+// largest is the size of the largest family.
+func (m coMembers) largest() int {
+	big := int32(0)
+	for k := 0; k < m.count(); k++ {
+		big = max(big, m.first[k+1]-m.first[k])
+	}
+	return int(big)
+}
+
+// coFamilyMembers lists the families of n roots. O(u α(u)).
 func coFamilyMembers(uf *unionFind, n int) coMembers {
-	first := make([]int32, n)
-	for i := range first {
-		first[i] = -1
+	famOf := make([]int32, n) // union-find root -> family index
+	for i := range famOf {
+		famOf[i] = -1
 	}
-	var famOrder []int32
+	first := []int32{0}
 	for i := 0; i < n; i++ {
-		if f := uf.find(int32(i)); first[f] < 0 {
-			first[f] = 0
-			famOrder = append(famOrder, f)
+		if f := uf.find(int32(i)); famOf[f] < 0 {
+			famOf[f] = int32(len(first) - 1)
+			first = append(first, first[len(first)-1]+uf.size[f])
 		}
-	}
-	off := int32(0)
-	for _, f := range famOrder {
-		first[f], off = off, off+uf.size[f]
 	}
 	byFamily := make([]int32, n)
 	fill := append([]int32(nil), first...)
 	for i := 0; i < n; i++ {
-		f := uf.find(int32(i))
-		byFamily[fill[f]] = int32(i)
-		fill[f]++
+		k := famOf[uf.find(int32(i))]
+		byFamily[fill[k]] = int32(i)
+		fill[k]++
 	}
-	return coMembers{famOrder: famOrder, first: first, byFamily: byFamily}
+	return coMembers{first: first, byFamily: byFamily}
 }
 
 // coWorkerLayout lays p (priority order) out worker by worker, each
@@ -132,9 +138,9 @@ func (s *State) coPartitionFamilies(b *coBlock, order []*WorkerState) {
 		fams = coFamilies(b.tasks, s.coFamilyDepth(), min(limit, max(coMeshFamily, s.TotalThreads())))
 	}
 	members := coFamilyMembers(fams.uf, n)
-	owner := coDeal(fams.uf, members, order, threadShares(n, order))
-	b.fams = coFamTableOf(fams.uf, members, b.byRank)
-	b.window = coPaceFactor * w * fams.maxSize()
+	owner := coDeal(members, order, threadShares(n, order))
+	b.fams = coFamTableOf(members, b.byRank)
+	b.window = coPaceFactor * w * members.largest()
 	var starts []int
 	b.tasks, starts = coWorkerLayout(b.tasks, owner, w)
 	s.coPlace(b)

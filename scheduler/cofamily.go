@@ -189,14 +189,3 @@ outer:
 // takes one piece of a and one of b, and small families there doubled the
 // bytes moved (421 MiB against 224 with bands) for no memory.
 const coMeshWidth = 3
-
-// maxSize is the largest family's size. O(u).
-func (f coFamilySet) maxSize() int {
-	m := int32(1)
-	for i, p := range f.uf.parent {
-		if int32(i) == p {
-			m = max(m, f.uf.size[i])
-		}
-	}
-	return int(m)
-}

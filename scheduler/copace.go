@@ -21,26 +21,22 @@ package scheduler
 // whole families took vorticity's transfers from 61 to 160 MiB.
 const coPaceFactor = 1
 
-// coFamTable: the families of a partition, for pacing. members[first[f]:
-// first[f+1]] are family f's ranks in priority order; started[f] is set
-// once any member left the queue.
+// coFamTable: the families of a partition, for pacing (coMembers: their
+// members by rank); started[k] is set once any member of family k left
+// the queue.
 type coFamTable struct {
-	first   []int32
-	members []int32
+	coMembers
 	started []bool
 }
 
 // coFamTableOf records each task's family for pacing. O(u).
-func coFamTableOf(uf *unionFind, m coMembers, byRank []*TaskState) *coFamTable {
-	t := &coFamTable{first: make([]int32, len(m.famOrder)+1), members: m.byFamily, started: make([]bool, len(m.famOrder))}
-	for k, f := range m.famOrder {
-		t.first[k] = m.first[f]
-		for _, i := range m.byFamily[m.first[f] : m.first[f]+uf.size[f]] {
+func coFamTableOf(m coMembers, byRank []*TaskState) *coFamTable {
+	for k := 0; k < m.count(); k++ {
+		for _, i := range m.byFamily[m.first[k]:m.first[k+1]] {
 			byRank[i].coFam = int32(k)
 		}
 	}
-	t.first[len(m.famOrder)] = int32(len(byRank))
-	return t
+	return &coFamTable{coMembers: m, started: make([]bool, m.count())}
 }
 
 // frontTask returns the block's most urgent task still queued in it.
@@ -90,7 +86,7 @@ func (s *State) coPaceSteal(b *coBlock, front *TaskState, ws *WorkerState) *coRu
 		f := ts.coFam
 		t.started[f] = true
 		var moved []*TaskState
-		for _, i := range t.members[t.first[f]:t.first[f+1]] {
+		for _, i := range t.byFamily[t.first[f]:t.first[f+1]] {
 			if m := b.byRank[i]; m.coBlock == b && b.tasks[m.coPos] == m {
 				b.tasks[m.coPos] = nil
 				moved = append(moved, m)
