@@ -25,13 +25,14 @@ type graphBuilder struct {
 	specBytes int64
 	kinds     map[string]string // interned kind names: one string per kind, not per task
 	final     *graphFinal
+	hashSeed  uint32 // the PYTHONHASHSEED dask.order is reproduced under
 }
 
 // maxPresize caps the helper's size hint.
 const maxPresize = 1 << 24
 
-func newGraphBuilder() *graphBuilder {
-	return &graphBuilder{table: &objectTable{}, kinds: map[string]string{}}
+func newGraphBuilder(hashSeed uint32) *graphBuilder {
+	return &graphBuilder{table: &objectTable{}, kinds: map[string]string{}, hashSeed: hashSeed}
 }
 
 // add converts one chunk. Specs are checked here, once, so that sending a
@@ -98,7 +99,9 @@ func (b *graphBuilder) finish(keys []protocol.Key) ([]scheduler.GraphTask, order
 	}
 	tasks := g.tasks
 	if !b.final.ordered {
-		prio, err := order.Order(g.orderGraph())
+		og := g.orderGraph()
+		og.HashSeed = b.hashSeed
+		prio, err := order.Order(og)
 		if err != nil {
 			return nil, chk, fmt.Errorf("dask.order: %w", err)
 		}

@@ -55,10 +55,15 @@ type Config struct {
 	// OrderingPython (the helper, as distributed does; the fallback for dask
 	// versions the port has not been checked against).
 	Ordering string
-	// CheckOrder makes the helper run dask.order.order too, with string
-	// hashing fixed (PYTHONHASHSEED=0), and logs whether Go's priorities
-	// equal it (tests; see OrderChecks).
+	// CheckOrder makes the helper run dask.order.order too, and logs
+	// whether Go's priorities equal it (tests; see OrderChecks).
 	CheckOrder bool
+	// HashSeed is the PYTHONHASHSEED both orderings use: the Go port's
+	// (order.Graph.HashSeed) and the helper's, which runs under it, so that
+	// either computes the same priorities and the check can compare them.
+	// dask.order's priorities depend on it; Python's scheduler draws one per
+	// process (HashSeedFromEnv).
+	HashSeed uint32
 	// RecycleAbove replaces the helper once its RSS after a graph (freed and
 	// trimmed) stays this far above its start-up RSS (default 256 MiB;
 	// negative: never).

@@ -280,10 +280,11 @@ def check_order(structure, keys, cull):
     (reachable from keys, in graph order): the reference Go's port must
     equal. Nodes are rebuilt so that each dependency frozenset is built
     exactly as Go emulates it (Task.__init__ over the list). Only
-    meaningful with string hashing fixed (PYTHONHASHSEED=0): dask.order
-    iterates sets, so its result depends on the hash seed."""
-    if sys.flags.hash_randomization:
-        logger.warning("check_order needs PYTHONHASHSEED=0; not checked")
+    meaningful with string hashing fixed (PYTHONHASHSEED set to the seed Go
+    orders with, as the Go side starts this helper): dask.order iterates
+    sets, so its result depends on the hash seed."""
+    if not os.environ.get("PYTHONHASHSEED", "").isdigit():
+        logger.warning("check_order needs a fixed PYTHONHASHSEED; not checked")
         return None
     if cull:
         pos = {k: i for i, (k, _, _) in enumerate(structure)}

@@ -45,11 +45,9 @@ func (m *Materializer) spawn(ctx context.Context) (*incarnation, error) {
 	cmd := exec.Command(m.cfg.Python, "-c", helperBootstrap)
 	cmd.Env = append(os.Environ(), m.cfg.Env...)
 	cmd.Env = append(cmd.Env, "DASKGO_MATERIALIZER_CHUNK="+strconv.Itoa(m.cfg.ChunkTasks))
-	if m.cfg.CheckOrder {
-		// dask.order iterates sets: its result is a function of the graph
-		// only with string hashing fixed
-		cmd.Env = append(cmd.Env, "PYTHONHASHSEED=0")
-	}
+	// dask.order iterates sets: with ordering=python and for the check,
+	// the helper's priorities must come from the seed Go orders with
+	cmd.Env = append(cmd.Env, "PYTHONHASHSEED="+strconv.FormatUint(uint64(m.cfg.HashSeed), 10))
 	cmd.Dir = m.cfg.Dir
 	// WaitDelay bounds Wait if a grandchild keeps the stderr pipe open.
 	cmd.WaitDelay = exitGrace

@@ -72,7 +72,7 @@ func (m *Materializer) addChunk(j *job, resp *protocol.Map, done bool) {
 		return
 	}
 	if j.graph == nil {
-		j.graph = newGraphBuilder()
+		j.graph = newGraphBuilder(m.cfg.HashSeed)
 	}
 	c, err := parseGraphChunk(resp, done)
 	if err == nil {

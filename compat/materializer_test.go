@@ -348,7 +348,7 @@ func mustAbs(t *testing.T, p string) string {
 // so under the recording's hash seed every priority equals the stock
 // scheduler's, and Go keeps them.
 func TestPythonOrderingMatchesRecording(t *testing.T) {
-	m := startMaterializer(t, Config{Ordering: OrderingPython, Env: []string{"PYTHONHASHSEED=0"}})
+	m := startMaterializer(t, Config{Ordering: OrderingPython, HashSeed: 0})
 	for i, name := range []string{"array_sum", "map10", "depends_on_future"} {
 		submit(t, m, int64(300+i), updateGraph(t, name))
 		res := awaitResult(t, m)

@@ -29,10 +29,10 @@ func TestRunSpecRoundTrip(t *testing.T) {
 	py := func(args ...string) string {
 		cmd := exec.Command(venv.Python(t), append([]string{script}, args...)...)
 		cmd.Dir = dir // the client's __main__ must not be importable by the helper
-		// the shared helper runs with PYTHONHASHSEED=0, and materializing
-		// is hash-dependent (GraphNode.fuse sorts external keys by hash):
-		// the stock reference must see the same hashes
-		cmd.Env = append(os.Environ(), "PYTHONHASHSEED=0")
+		// the shared helper runs with PYTHONHASHSEED=sharedHashSeed, and
+		// materializing is hash-dependent (GraphNode.fuse sorts external
+		// keys by hash): the stock reference must see the same hashes
+		cmd.Env = append(os.Environ(), "PYTHONHASHSEED="+strconv.FormatUint(sharedHashSeed, 10))
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("runspec_roundtrip.py %s: %v\n%s", strings.Join(args, " "), err, out)

@@ -93,6 +93,10 @@ func run(o options) error {
 	if err != nil {
 		return fmt.Errorf("invalid configuration: %w", err)
 	}
+	hashSeed, seedDrawn, err := compat.HashSeedFromEnv(os.Getenv)
+	if err != nil {
+		return fmt.Errorf("invalid environment: %w", err)
+	}
 	log.Info().Float64("worker-saturation", settings.WorkerSaturation).
 		Bool("root-task-co-assignment", settings.RootTaskCoAssignment).
 		Int("root-task-co-assignment-depth", settings.RootTaskCoAssignmentDepth).
@@ -100,6 +104,7 @@ func run(o options) error {
 		Dur("worker-ttl", settings.WorkerTTL).
 		Str("compression", settings.CommCompression).
 		Str("task-ordering", settings.TaskOrdering).
+		Uint32("hash-seed", hashSeed).Bool("hash-seed-drawn", seedDrawn).
 		Bool("work-stealing", settings.WorkStealing).
 		Dur("work-stealing-interval", settings.WorkStealingInterval).
 		Msg("configuration")
@@ -112,6 +117,7 @@ func run(o options) error {
 		Python:       o.python,
 		TaskOrdering: settings.TaskOrdering,
 		CheckOrder:   settings.TaskOrderingCheck,
+		HashSeed:     hashSeed,
 		Compression:  settings.CommCompression,
 		Logger:       log,
 		Dashboard:    dashboard,

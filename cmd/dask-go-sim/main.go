@@ -59,7 +59,7 @@ type clusterFlags struct {
 	validate  bool
 
 	cores                           float64
-	taskOverhead                    float64
+	taskOverhead, durationSpread    float64
 	transferCPU, transferCPUPerByte float64
 	transferWait                    float64
 	receiveEarly                    bool
@@ -77,6 +77,7 @@ func (c *clusterFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&c.cores, "cores", 0, "cores shared by all executing tasks and transfers of the cluster "+
 		"(processor sharing; 0: a core per thread)")
 	fs.Float64Var(&c.taskOverhead, "task-overhead", 0, "seconds of worker work added to every task")
+	fs.Float64Var(&c.durationSpread, "duration-spread", 0, "sigma of a log-normal factor (mean 1) on every execution's duration")
 	fs.Float64Var(&c.transferCPU, "transfer-cpu", 0, "with -cores: CPU seconds per transfer")
 	fs.Float64Var(&c.transferCPUPerByte, "transfer-cpu-per-byte", 0, "with -cores: CPU seconds per byte transferred")
 	fs.Float64Var(&c.transferWait, "transfer-wait", 0, "with -cores: seconds each transfer waits besides its CPU work")
@@ -112,7 +113,7 @@ func (c *clusterFlags) config(workers int, mode string) (sim.Config, error) {
 	}
 	return sim.Config{Workers: workers, Threads: c.threads, MemoryLimit: mem, Bandwidth: c.bandwidth,
 		Latency: c.latency, Mode: mode, Seed: c.seed, Validate: c.validate,
-		Cores: c.cores, TaskOverhead: c.taskOverhead, TransferCPU: c.transferCPU,
+		Cores: c.cores, TaskOverhead: c.taskOverhead, DurationSpread: c.durationSpread, TransferCPU: c.transferCPU,
 		TransferCPUPerByte: c.transferCPUPerByte, TransferWait: c.transferWait, Calibration: c.calibration,
 		Mem: sim.MemoryModel{ReceiveEarly: c.receiveEarly, WorkerUnmanaged: unmanaged}}, nil
 }

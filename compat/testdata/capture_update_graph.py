@@ -156,7 +156,8 @@ def describe_tasks(dask_scheduler=None, exclude=()):
 
 def main():
     # dask.order breaks ties in set iteration order, which depends on the
-    # str hash seed: the tests run the helper with PYTHONHASHSEED=0 too.
+    # str hash seed: TestPythonOrderingMatchesRecording runs the helper with
+    # PYTHONHASHSEED=0 too.
     if os.environ.get("PYTHONHASHSEED") != "0":
         os.environ["PYTHONHASHSEED"] = "0"
         os.execv(sys.executable, [sys.executable, *sys.argv])

@@ -1,7 +1,7 @@
 // Package order is a faithful port of dask.order.order (dask 2026.8.0,
 // dask/order.py), the static priorities dask.distributed gives tasks: for
 // the same graph it returns the same priority for every task as the Python
-// function does, under CPython 3.11 with PYTHONHASHSEED=0.
+// function does, under CPython 3.11 with the same PYTHONHASHSEED.
 //
 // Why an emulation: dask.order's output depends on CPython's set iteration
 // order (it extends the critical path with a set difference, visits

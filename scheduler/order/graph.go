@@ -37,6 +37,11 @@ type Graph struct {
 	IsTask []bool
 	// NumNodes is the number of graph nodes; the rest of Keys are external.
 	NumNodes int
+	// HashSeed is the PYTHONHASHSEED of the interpreter whose dask.order
+	// the result reproduces (0: randomization off). Python's scheduler runs
+	// under a random one per process, and on some graphs (dot-product) the
+	// priorities, and the workers' memory, differ by seed.
+	HashSeed uint32
 }
 
 // Markers in Graph.Deps around a nested GraphNode argument's construction.

@@ -7,7 +7,8 @@ import (
 )
 
 // Order returns the priority dask.order.order gives each graph node (index
-// < g.NumNodes), exactly as CPython 3.11 with PYTHONHASHSEED=0 computes it.
+// < g.NumNodes), exactly as CPython 3.11 with PYTHONHASHSEED=g.HashSeed
+// computes it.
 // A graph with a cycle returns a *CycleError naming one, as dask raises.
 func Order(g *Graph) ([]int64, error) {
 	if err := g.validate(); err != nil {
@@ -114,7 +115,7 @@ func newOrderer(g *Graph) (*orderer, error) {
 		prio:     make([]int64, n),
 		inResult: make([]bool, n),
 	}
-	var kh keyHasher
+	kh := keyHasher{secret: SecretForSeed(g.HashSeed)}
 	for i, k := range g.Keys {
 		h, err := kh.hash(k)
 		if err != nil {

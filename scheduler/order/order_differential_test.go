@@ -75,10 +75,45 @@ func TestOrderMatchesDask(t *testing.T) {
 	t.Logf("%d graphs (%d cycles), %d nodes, %d graphs mismatched", len(vectors), cycles, nodes, failed)
 }
 
+// TestOrderMatchesDaskUnderAnotherSeed: the benchmark workloads' graphs
+// ordered by dask under PYTHONHASHSEED=3141592653 equal Order with that
+// HashSeed; and the seed matters (some graphs get other priorities than
+// under seed 0), so this checks the secret, not just the algorithm again.
+func TestOrderMatchesDaskUnderAnotherSeed(t *testing.T) {
+	t.Parallel()
+	const seed = 3141592653
+	vectors := jsonLines[vectorGraph](t, runTestdataPythonSeed(t, seed, "gen_vectors.py", "--only", "workload/", "--random", "0"))
+	if len(vectors) < 20 {
+		t.Fatalf("only %d graphs", len(vectors))
+	}
+	failed, seedDependent := 0, 0
+	for i := range vectors {
+		v := &vectors[i]
+		if msg := compareWithDaskSeed(t, v, seed); msg != "" {
+			failed++
+			t.Errorf("%s (%d nodes): %s", v.Name, v.NumNodes, msg)
+		}
+		if compareWithDaskSeed(t, v, 0) != "" {
+			seedDependent++
+		}
+	}
+	t.Logf("%d graphs, %d mismatched, %d ordered otherwise under seed 0", len(vectors), failed, seedDependent)
+	if seedDependent == 0 {
+		t.Error("no graph's priorities depend on the seed: the test cannot tell the secrets apart")
+	}
+}
+
 // compareWithDask returns "" when Order agrees with dask on v, else a
 // description of the first disagreements.
 func compareWithDask(t testing.TB, v *vectorGraph) string {
+	return compareWithDaskSeed(t, v, 0)
+}
+
+// compareWithDaskSeed is compareWithDask for vectors made under
+// PYTHONHASHSEED=seed.
+func compareWithDaskSeed(t testing.TB, v *vectorGraph, seed uint32) string {
 	g := v.graph(t)
+	g.HashSeed = seed
 	got, err := Order(g)
 	if v.Error != nil {
 		var ce *CycleError

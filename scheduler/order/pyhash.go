@@ -11,11 +11,12 @@ import (
 	"daskgo/protocol"
 )
 
-// CPython 3.11's hash() of the values a dask key is made of, as computed with
-// hash randomization off (PYTHONHASHSEED=0: the SipHash key is all zeros).
-// Set iteration order follows from these values, so every function here must
-// agree with the interpreter bit for bit; pyhash_test.go compares them with
-// hash() of a few hundred keys printed by the real interpreter.
+// CPython 3.11's hash() of the values a dask key is made of, under a given
+// PYTHONHASHSEED (HashSecret: str hashes depend on it, int, float and tuple
+// hashes only through the strs inside). Set iteration order follows from
+// these values, so every function here must agree with the interpreter bit
+// for bit; pyhash_test.go compares them with hash() of a few hundred keys
+// printed by the real interpreter under two seeds.
 //
 // Hashes are kept as uint64 (Py_uhash_t); the signed value Python shows is
 // int64(h). A valid hash is never -1 (CPython reserves it for errors).
@@ -32,13 +33,36 @@ const (
 // emulation can reproduce it.
 var errNaNKey = errors.New("order: a NaN in a key has no reproducible hash")
 
-// siphash13 is CPython's siphash13 (Python/pyhash.c) with k0 = k1 = 0.
-// It is generic so that str keys are hashed in place, without a copy.
-func siphash13[T ~string | ~[]byte](src T) uint64 {
-	v0 := uint64(0x736f6d6570736575)
-	v1 := uint64(0x646f72616e646f6d)
-	v2 := uint64(0x6c7967656e657261)
-	v3 := uint64(0x7465646279746573)
+// HashSecret is the SipHash key of CPython's _Py_HashSecret: what
+// PYTHONHASHSEED selects. The zero value is PYTHONHASHSEED=0 (randomization
+// off).
+type HashSecret struct{ k0, k1 uint64 }
+
+// SecretForSeed is the key an interpreter started with PYTHONHASHSEED=seed
+// hashes strs with (Python/bootstrap_hash.c, _Py_HashRandomization_Init):
+// 0 switches randomization off (all zeros); any other seed fills the
+// 24-byte secret with lcg_urandom(seed), of which SipHash reads the first
+// 16 bytes as two little-endian words.
+func SecretForSeed(seed uint32) HashSecret {
+	if seed == 0 {
+		return HashSecret{}
+	}
+	var buf [16]byte
+	x := seed
+	for i := range buf {
+		x = x*214013 + 2531011
+		buf[i] = byte(x >> 16)
+	}
+	return HashSecret{binary.LittleEndian.Uint64(buf[:8]), binary.LittleEndian.Uint64(buf[8:])}
+}
+
+// siphash13 is CPython's siphash13 (Python/pyhash.c) keyed by sec. It is
+// generic so that str keys are hashed in place, without a copy.
+func siphash13[T ~string | ~[]byte](sec HashSecret, src T) uint64 {
+	v0 := sec.k0 ^ 0x736f6d6570736575
+	v1 := sec.k1 ^ 0x646f72616e646f6d
+	v2 := sec.k0 ^ 0x6c7967656e657261
+	v3 := sec.k1 ^ 0x7465646279746573
 	b := uint64(len(src)) << 56
 	for len(src) >= 8 {
 		mi := uint64(src[0]) | uint64(src[1])<<8 | uint64(src[2])<<16 | uint64(src[3])<<24 |
@@ -79,11 +103,11 @@ func sipRound(v0, v1, v2, v3 uint64) (uint64, uint64, uint64, uint64) {
 }
 
 // hashBytes is _Py_HashBytes: 0 for no bytes, -1 remapped to -2.
-func hashBytes[T ~string | ~[]byte](b T) uint64 {
+func hashBytes[T ~string | ~[]byte](sec HashSecret, b T) uint64 {
 	if len(b) == 0 {
 		return 0
 	}
-	if h := siphash13(b); h != minusOne {
+	if h := siphash13(sec, b); h != minusOne {
 		return h
 	}
 	return minusTwo
@@ -93,7 +117,7 @@ func hashBytes[T ~string | ~[]byte](b T) uint64 {
 // per code point if all are below 256 (latin-1 "kind"), else two bytes
 // (UCS-2) if all are below 65536, else four (UCS-4), little-endian. scratch
 // is reused between calls to avoid an allocation per non-ASCII key.
-func hashStr(s string, scratch *[]byte) (uint64, error) {
+func hashStr(sec HashSecret, s string, scratch *[]byte) (uint64, error) {
 	maxRune := rune(0)
 	ascii := true
 	for i := 0; i < len(s); i++ {
@@ -103,7 +127,7 @@ func hashStr(s string, scratch *[]byte) (uint64, error) {
 		}
 	}
 	if ascii {
-		return hashBytes(s), nil
+		return hashBytes(sec, s), nil
 	}
 	n := 0
 	for i, r := range s {
@@ -134,7 +158,7 @@ func hashStr(s string, scratch *[]byte) (uint64, error) {
 		}
 	}
 	*scratch = buf
-	return hashBytes(buf), nil
+	return hashBytes(sec, buf), nil
 }
 
 // hashUint is hash(int) of a non-negative int: the value modulo 2**61-1.
@@ -211,6 +235,7 @@ const (
 // keyHasher computes hash(key) straight from a Key's msgpack bytes, without
 // decoding it into values: a million keys are hashed per graph.
 type keyHasher struct {
+	secret  HashSecret
 	scratch []byte
 	// The last str hashed and its hash: consecutive tuple keys mostly share
 	// their first element, the layer name.
@@ -309,7 +334,7 @@ func (kh *keyHasher) str(b string, n int) (uint64, string, error) {
 	if s == kh.lastStr && s != "" {
 		return kh.lastHash, b[n:], nil
 	}
-	h, err := hashStr(s, &kh.scratch)
+	h, err := hashStr(kh.secret, s, &kh.scratch)
 	if err == nil {
 		kh.lastStr, kh.lastHash = s, h
 	}

@@ -13,16 +13,31 @@ func float64frombits(b uint64) float64 { return math.Float64frombits(b) }
 // msgpack range, floats (integral, tiny, huge, inf), nested tuples.
 func TestHashMatchesCPython(t *testing.T) {
 	t.Parallel()
+	checkHashes(t, 0)
+}
+
+// TestHashMatchesCPythonUnderAnotherSeed: the same keys under
+// PYTHONHASHSEED=3141592653 (SecretForSeed's key derivation; every str
+// hash differs from seed 0's).
+func TestHashMatchesCPythonUnderAnotherSeed(t *testing.T) {
+	t.Parallel()
+	if SecretForSeed(3141592653) == (HashSecret{}) {
+		t.Fatal("a nonzero seed gave the zero secret")
+	}
+	checkHashes(t, 3141592653)
+}
+
+func checkHashes(t *testing.T, seed uint32) {
 	type vector struct {
 		Key  testKey `json:"key"`
 		Hash int64   `json:"hash"`
 		Str  string  `json:"str"`
 	}
-	vectors := jsonLines[vector](t, runTestdataPython(t, "gen_hashes.py"))
+	vectors := jsonLines[vector](t, runTestdataPythonSeed(t, seed, "gen_hashes.py"))
 	if len(vectors) < 300 {
 		t.Fatalf("only %d hash vectors", len(vectors))
 	}
-	var kh keyHasher
+	kh := keyHasher{secret: SecretForSeed(seed)}
 	bad, badStr := 0, 0
 	for _, v := range vectors {
 		k := v.Key.key(t)

@@ -19,8 +19,14 @@ import (
 )
 
 // runTestdataPython runs testdata/<script> under PYTHONHASHSEED=0 (every
-// expectation here is defined for that hash function) and returns stdout.
+// expectation here is defined for a fixed hash function) and returns stdout.
 func runTestdataPython(t testing.TB, script string, args ...string) []byte {
+	t.Helper()
+	return runTestdataPythonSeed(t, 0, script, args...)
+}
+
+// runTestdataPythonSeed is runTestdataPython under PYTHONHASHSEED=seed.
+func runTestdataPythonSeed(t testing.TB, seed uint32, script string, args ...string) []byte {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	dir := filepath.Join(filepath.Dir(file), "testdata")
@@ -33,7 +39,7 @@ func runTestdataPython(t testing.TB, script string, args ...string) []byte {
 	}
 	cmd := exec.Command(venv.Python(t), append([]string{filepath.Join(dir, script)}, args...)...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "PYTHONHASHSEED=0")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("PYTHONHASHSEED=%d", seed))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -26,9 +26,12 @@ type Config struct {
 	// Ordering and CheckOrder).
 	TaskOrdering string
 	CheckOrder   bool
-	Compression  string // distributed.comm.compression ("" or "lz4")
-	TickEvery    time.Duration
-	Logger       zerolog.Logger
+	// HashSeed is the PYTHONHASHSEED dask.order's priorities are computed
+	// under (compat.Config.HashSeed).
+	HashSeed    uint32
+	Compression string // distributed.comm.compression ("" or "lz4")
+	TickEvery   time.Duration
+	Logger      zerolog.Logger
 	// Dashboard is the port announced under services["dashboard"]; stock
 	// clients read it for Client.dashboard_link. Nothing listens there yet.
 	Dashboard int
@@ -94,7 +97,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 
 	results := make(chan scheduler.Stimulus, 64)
 	s.mat, err = compat.Start(ctx, compat.Config{Python: cfg.Python, Log: s.log, Results: results,
-		Ordering: cfg.TaskOrdering, CheckOrder: cfg.CheckOrder})
+		Ordering: cfg.TaskOrdering, CheckOrder: cfg.CheckOrder, HashSeed: cfg.HashSeed})
 	if err != nil {
 		lis.Close()
 		s.pool.Close()

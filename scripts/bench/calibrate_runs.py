@@ -52,7 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from distributed.diagnostics.plugin import WorkerPlugin  # noqa: E402
 from harness import Cluster, run_workload  # noqa: E402
-from procs import CONFIGS, DIAGNOSTIC_CONFIGS  # noqa: E402
+from procs import known_config  # noqa: E402
 from workloads import WORKLOADS, Context  # noqa: E402
 
 PLUGIN = "sim-calibration"
@@ -210,7 +210,7 @@ def main(argv=None) -> int:
     workloads = [w for w in args.workloads.split(",") if w]
     configs = [c for c in args.configs.split(",") if c]
     for c in configs:
-        if c not in CONFIGS and c not in DIAGNOSTIC_CONFIGS:
+        if not known_config(c):
             ap.error(f"unknown configuration {c!r}")
     ctx = Context(memory=args.workers * args.memory_limit, nthreads=args.workers, smoke=False, scale=args.scale)
     (args.results / "traces").mkdir(parents=True, exist_ok=True)

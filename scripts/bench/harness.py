@@ -42,7 +42,7 @@ import overhead  # noqa: E402
 import stealing  # noqa: E402
 import waiting  # noqa: E402
 import report  # noqa: E402
-from procs import BENCH, CONFIGS, DIAGNOSTIC_CONFIGS, Sampler, Scheduler, Workers  # noqa: E402
+from procs import BENCH, CONFIGS, DIAGNOSTIC_CONFIGS, Sampler, Scheduler, Workers, known_config, resolve_config  # noqa: E402
 from workloads import WORKLOADS, Context, warm_up, worker_counters  # noqa: E402
 
 
@@ -50,7 +50,7 @@ class Cluster:
     """A fresh scheduler of one configuration, n stock workers and a Client."""
 
     def __init__(self, config: str, tmp: Path, n_workers: int, memory_limit: int, nanny: bool = True):
-        kind, env = CONFIGS[config] if config in CONFIGS else DIAGNOSTIC_CONFIGS[config]
+        kind, env = resolve_config(config)
         self.config, self.tmp = config, tmp
         self.scheduler = Scheduler(kind, env, tmp)
         self.workers = Workers(tmp, self.scheduler.scheduler_file, n_workers, memory_limit, nanny=nanny)
@@ -269,8 +269,8 @@ def parse_args(argv=None):
         if w not in WORKLOADS:
             ap.error(f"unknown workload {w!r}; known: {', '.join(WORKLOADS)}")
     for c in args.configs:
-        if c not in CONFIGS and c not in DIAGNOSTIC_CONFIGS:  # diagnostics: run them into their own --results
-            ap.error(f"unknown configuration {c!r}; known: {', '.join([*CONFIGS, *DIAGNOSTIC_CONFIGS])}")
+        if not known_config(c):  # diagnostics: run them into their own --results
+            ap.error(f"unknown configuration {c!r}; known: {', '.join([*CONFIGS, *DIAGNOSTIC_CONFIGS])}, each also as NAME-seedN")
     args.memory_limit = parse_bytes(args.memory_limit)
     if args.repetitions is None:  # 0 is allowed: e.g. the stock-array run alone (--overhead-only)
         args.repetitions = 1 if args.smoke else 3

@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from harness import Cluster  # noqa: E402
-from procs import BENCH, CONFIGS, DIAGNOSTIC_CONFIGS  # noqa: E402
+from procs import BENCH, known_config  # noqa: E402
 from workloads import WORKLOADS, Context  # noqa: E402
 
 
@@ -183,7 +183,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     configs = [c for c in args.configs.split(",") if c]
     for c in configs:
-        if c not in CONFIGS and c not in DIAGNOSTIC_CONFIGS:
+        if not known_config(c):
             ap.error(f"unknown configuration {c!r}")
     limit = parse_bytes(args.memory_limit)
     ctx = Context(memory=args.workers * limit, nthreads=args.workers, smoke=args.smoke, scale=args.scale)

@@ -26,7 +26,8 @@ order.DepsOpen/DepsClose mirror), since Task.__init__ copies a nested
 argument's frozenset instead of adding its keys one by one.
 
 Keys past num_nodes are external (named as dependencies, not in the graph).
-Must run under PYTHONHASHSEED=0.
+Must run under a fixed PYTHONHASHSEED (the Go tests use 0, and 3141592653
+for the workloads).
 """
 
 from __future__ import annotations
@@ -44,8 +45,8 @@ from pathlib import Path
 
 from keycodec import encode_key
 
-if os.environ.get("PYTHONHASHSEED") != "0":
-    sys.exit("gen_vectors.py: run with PYTHONHASHSEED=0")
+if not os.environ.get("PYTHONHASHSEED", "").isdigit():
+    sys.exit("gen_vectors.py: run with PYTHONHASHSEED set to a number (the Go test uses 0 and one other seed)")
 
 import dask  # noqa: E402
 import dask.order  # noqa: E402

@@ -61,6 +61,12 @@ type Config struct {
 	// its CPU work: the two event loops each waiting for a time slice on
 	// an oversubscribed machine (a 100-byte transfer takes ~10 ms there).
 	TransferWait float64
+	// DurationSpread > 0: every execution's Duration is multiplied by a
+	// log-normal factor of mean 1 and this sigma (a pure function of Seed,
+	// the task and the run, so a run is reproducible). Real durations of
+	// one prefix spread, and the spread breaks the occupancy ties between
+	// workers that identical durations leave to the address order.
+	DurationSpread float64
 	// Memory terms beyond task outputs (memory.go).
 	Mem MemoryModel
 	// Calibration names the file the costs came from (recorded only).
@@ -323,7 +329,7 @@ func (s *Sim) step(e *event) {
 	case evToWorker:
 		s.workerMsgs(s.workers[e.w], e.msgs)
 	case evTaskDone:
-		s.taskDone(s.workers[e.w], e.task, e.run, e.at-s.g.Tasks[e.task].Duration-s.cfg.TaskOverhead)
+		s.taskDone(s.workers[e.w], e.task, e.run, e.at-s.taskWork(e.task, e.run))
 	case evCPU:
 		if uint64(e.run) == s.cpu.gen {
 			for _, j := range s.cpu.finished(s.clk.now) {
@@ -358,6 +364,30 @@ func (s *Sim) mem(w *worker, d int64) {
 		}
 	}
 }
+
+// taskWork is the work of one execution of task t: its Duration (times the
+// spread factor, Config.DurationSpread) plus the per-task overhead.
+func (s *Sim) taskWork(t int32, run int64) float64 {
+	d := s.g.Tasks[t].Duration
+	if sigma := s.cfg.DurationSpread; sigma > 0 && d > 0 {
+		u1 := unitFloat(mix64(s.cfg.Seed ^ uint64(t)<<20 ^ uint64(run)*0xD6E8FEB86659FD93))
+		u2 := unitFloat(mix64(s.cfg.Seed ^ uint64(t)<<20 ^ uint64(run)*0xD6E8FEB86659FD93 ^ 0xA5A5A5A5A5A5A5A5))
+		z := math.Sqrt(-2*math.Log(u1)) * math.Cos(2*math.Pi*u2) // Box-Muller
+		d *= math.Exp(sigma*z - sigma*sigma/2)
+	}
+	return d + s.cfg.TaskOverhead
+}
+
+// mix64 is splitmix64's finalizer.
+func mix64(z uint64) uint64 {
+	z += 0x9E3779B97F4A7C15
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EB
+	return z ^ (z >> 31)
+}
+
+// unitFloat maps a hash to (0, 1].
+func unitFloat(h uint64) float64 { return (float64(h>>11) + 1) / (1 << 53) }
 
 // rand is splitmix64: a deterministic stream for the seed.
 func (s *Sim) rand(n int) int {

@@ -227,7 +227,7 @@ func (s *Sim) startTasks(w *worker) {
 		t := &s.g.Tasks[it.task]
 		s.activate(w)
 		s.mem(w, s.runningBytes(t))
-		work := t.Duration + s.cfg.TaskOverhead
+		work := s.taskWork(it.task, it.run)
 		if s.cpu != nil {
 			s.cpu.start(s.clk.now, work, cpuJob{w: w.idx, task: it.task, run: it.run})
 			started = true
