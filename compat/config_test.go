@@ -39,7 +39,8 @@ var wantDefaults = SchedulerSettings{
 		"split-taskshuffle": time.Microsecond, "split-stage": time.Microsecond,
 	},
 	Bandwidth: 100_000_000, DefaultDataSize: 1024, WorkStealing: true,
-	WorkStealingInterval: time.Second, ConnectTimeout: 30 * time.Second, TCPTimeout: 30 * time.Second,
+	WorkStealingInterval: time.Second, ActiveMemoryManager: true, ActiveMemoryManagerInterval: 2 * time.Second,
+	ConnectTimeout: 30 * time.Second, TCPTimeout: 30 * time.Second,
 	TaskOrdering: "go", LeaseValidationInterval: 10 * time.Second,
 }
 

@@ -26,6 +26,9 @@ distributed:
     no-workers-timeout: null
     work-stealing: true
     work-stealing-interval: 1s
+    active-memory-manager:
+      start: true
+      interval: 2s
     worker-saturation: 1.1
     rootish-taskgroup: 5
     rootish-taskgroup-dependencies: 5
@@ -82,8 +85,14 @@ type SchedulerSettings struct {
 	DefaultDataSize      int64 // bytes
 	WorkStealing         bool
 	WorkStealingInterval time.Duration
-	NoWorkersTimeout     time.Duration // 0 = off (null)
-	IdleTimeout          time.Duration // 0 = off (null)
+	// ActiveMemoryManager, ActiveMemoryManagerInterval:
+	// distributed.scheduler.active-memory-manager.start and .interval (the
+	// ReduceReplicas policy, scheduler/amm.go; other policies are not
+	// supported).
+	ActiveMemoryManager         bool
+	ActiveMemoryManagerInterval time.Duration
+	NoWorkersTimeout            time.Duration // 0 = off (null)
+	IdleTimeout                 time.Duration // 0 = off (null)
 	// LeaseValidationInterval: how often semaphore leases are checked for
 	// timeouts (distributed.scheduler.locks.lease-validation-interval).
 	LeaseValidationInterval time.Duration
@@ -135,6 +144,8 @@ func SchedulerSettingsFrom(cfg *DaskConfig) (SchedulerSettings, error) {
 		DefaultDataSize:              r.bytes("distributed.scheduler.default-data-size"),
 		WorkStealing:                 r.boolean("distributed.scheduler.work-stealing"),
 		WorkStealingInterval:         r.duration("distributed.scheduler.work-stealing-interval"),
+		ActiveMemoryManager:          r.boolean("distributed.scheduler.active-memory-manager.start"),
+		ActiveMemoryManagerInterval:  r.duration("distributed.scheduler.active-memory-manager.interval"),
 		NoWorkersTimeout:             r.optDuration("distributed.scheduler.no-workers-timeout"),
 		IdleTimeout:                  r.optDuration("distributed.scheduler.idle-timeout"),
 		LeaseValidationInterval:      r.duration("distributed.scheduler.locks.lease-validation-interval"),
@@ -189,6 +200,9 @@ func (s *SchedulerSettings) Validate() error {
 		if d < 0 {
 			bad(key, d.String(), "a duration >= 0")
 		}
+	}
+	if s.ActiveMemoryManager && s.ActiveMemoryManagerInterval <= 0 {
+		bad("distributed.scheduler.active-memory-manager.interval", s.ActiveMemoryManagerInterval.String(), "a duration > 0 while the active memory manager is on")
 	}
 	if s.WorkStealing && s.WorkStealingInterval <= 0 {
 		bad("distributed.scheduler.work-stealing-interval", s.WorkStealingInterval.String(), "a duration > 0 while work-stealing is on")

@@ -55,6 +55,14 @@ type Config struct {
 	// work-stealing: false): no stealable bookkeeping on transitions, and
 	// StealTick does nothing. The zero value is dask's default, stealing on.
 	NoWorkStealing bool
+	// NoActiveMemoryManager turns the active memory manager off
+	// (distributed.scheduler.active-memory-manager.start: false): AMMTick
+	// does nothing. The zero value is dask's default, on, with the
+	// ReduceReplicas policy (amm.go).
+	NoActiveMemoryManager bool
+	// ActiveMemoryManagerInterval is how often the outer ring sends AMMTick
+	// (distributed.scheduler.active-memory-manager.interval, default 2s).
+	ActiveMemoryManagerInterval time.Duration
 	// WorkStealingInterval is how often the outer ring sends StealTick
 	// (distributed.scheduler.work-stealing-interval, default 1s).
 	WorkStealingInterval time.Duration
@@ -129,6 +137,9 @@ func (c *Config) Validate() error {
 	}
 	if c.DefaultDataSize <= 0 {
 		c.DefaultDataSize = 1024
+	}
+	if c.ActiveMemoryManagerInterval <= 0 {
+		c.ActiveMemoryManagerInterval = 2 * time.Second
 	}
 	if c.WorkStealingInterval <= 0 {
 		c.WorkStealingInterval = time.Second

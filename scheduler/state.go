@@ -41,6 +41,9 @@ type State struct {
 	slots      ixheap[*slotEntry] // idle_task_count by load (queue.go)
 	co         coAssign           // withholding with co-assignment
 	unrunnable oset[*TaskState]
+	// replicated: tasks in memory on more than one worker (distributed's
+	// replicated_tasks), for the active memory manager (amm.go)
+	replicated oset[*TaskState]
 
 	totalNThreads     int
 	totalMemory       int64
@@ -225,6 +228,11 @@ func (s *State) dispatch(st Stimulus) {
 	case *StealTick:
 		s.sid("steal-balance")
 		s.stealBalance()
+	case *AMMTick:
+		s.sid("active_memory_manager")
+		if s.ammOn() {
+			s.reduceReplicas()
+		}
 	case *StealResponse:
 		s.sid("steal-response")
 		s.handleStealResponse(x)

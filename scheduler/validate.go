@@ -97,6 +97,9 @@ func (s *State) validateTaskState(ts *TaskState) {
 	if ts.state != StatusMemory && ts.whoHas.Len() > 0 && !ts.actor {
 		s.broken(ts, "has replicas outside memory")
 	}
+	if (ts.whoHas.Len() > 1) != s.replicated.Has(ts) {
+		s.broken(ts, "replicated set and holders disagree")
+	}
 	if ts.state != StatusWaiting && ts.waitingOn.Len() > 0 {
 		s.broken(ts, "waiting_on set outside waiting")
 	}

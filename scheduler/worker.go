@@ -175,16 +175,24 @@ func (s *State) addReplica(ts *TaskState, ws *WorkerState) {
 	ts.whoHas.addNew(ws) // absent: who_has mirrors has_what, checked above
 	ws.nbytes += nb
 	ws.hasWhat.addNew(ts)
+	if ts.whoHas.Len() == 2 {
+		s.replicated.Add(ts)
+	}
 }
 
 func (s *State) removeReplica(ts *TaskState, ws *WorkerState) {
 	ws.nbytes -= s.getNBytes(ts)
 	ws.hasWhat.Remove(ts)
-	ts.whoHas.Remove(ws)
+	if ts.whoHas.Remove(ws) && ts.whoHas.Len() == 1 {
+		s.replicated.Remove(ts)
+	}
 }
 
 func (s *State) removeAllReplicas(ts *TaskState) {
 	nb := s.getNBytes(ts)
+	if ts.whoHas.Len() > 1 {
+		s.replicated.Remove(ts)
+	}
 	for _, ws := range ts.whoHas.Items() {
 		ws.nbytes -= nb
 		ws.hasWhat.Remove(ts)

@@ -107,6 +107,7 @@ func run(o options) error {
 		Uint32("hash-seed", hashSeed).Bool("hash-seed-drawn", seedDrawn).
 		Bool("work-stealing", settings.WorkStealing).
 		Dur("work-stealing-interval", settings.WorkStealingInterval).
+		Bool("active-memory-manager", settings.ActiveMemoryManager).
 		Msg("configuration")
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -167,6 +168,8 @@ func engineConfig(st compat.SchedulerSettings) scheduler.Config {
 		LeaseValidationInterval:      st.LeaseValidationInterval,
 		NoWorkStealing:               !st.WorkStealing,
 		WorkStealingInterval:         st.WorkStealingInterval,
+		NoActiveMemoryManager:        !st.ActiveMemoryManager,
+		ActiveMemoryManagerInterval:  st.ActiveMemoryManagerInterval,
 		DefaultTaskDurations:         st.DefaultTaskDurations,
 	}
 	if c.CoFamilyDepth <= 0 { // the engine reads 0 as its default

@@ -54,7 +54,7 @@ func newMemoryReturner() *memoryReturner {
 // forgotten since the high-water mark.
 func (m *memoryReturner) noteStimulus(st scheduler.Stimulus, tasks int) {
 	switch st.(type) {
-	case *scheduler.Tick, *scheduler.StealTick, *scheduler.WorkerHeartbeat, *scheduler.HeartbeatClient:
+	case *scheduler.Tick, *scheduler.StealTick, *scheduler.AMMTick, *scheduler.WorkerHeartbeat, *scheduler.HeartbeatClient:
 	default:
 		m.busy.Store(true)
 		m.lastBusy.Store(time.Now().UnixNano())

@@ -120,6 +120,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if ec := engine.Config(); !ec.NoWorkStealing {
 		s.goRun(func() { s.periodic(ec.WorkStealingInterval, stealTickAt) })
 	}
+	if ec := engine.Config(); !ec.NoActiveMemoryManager {
+		s.goRun(func() { s.periodic(ec.ActiveMemoryManagerInterval, ammTickAt) })
+	}
 	s.goRun(func() { s.memory.run(s) })
 	go func() { s.serveErr <- s.rpc.Serve(lis) }()
 	return s, nil
@@ -197,6 +200,10 @@ func (s *Server) periodic(every time.Duration, stim func(now time.Time) schedule
 
 func tickAt(now time.Time) scheduler.Stimulus {
 	return &scheduler.Tick{Base: scheduler.Base{ID: fmt.Sprintf("tick-%d", now.UnixNano()), At: now}}
+}
+
+func ammTickAt(now time.Time) scheduler.Stimulus {
+	return &scheduler.AMMTick{Base: scheduler.Base{ID: fmt.Sprintf("active_memory_manager-%d", now.UnixNano()), At: now}}
 }
 
 func stealTickAt(now time.Time) scheduler.Stimulus {

@@ -1,0 +1,148 @@
+package scheduler
+
+import (
+	"slices"
+	"strconv"
+
+	"daskgo/protocol"
+)
+
+// The active memory manager's ReduceReplicas policy, which distributed
+// starts by default (distributed.scheduler.active-memory-manager.start:
+// true, policies: [ReduceReplicas], interval 2s;
+// distributed/active_memory_manager.py). Every AMMTick it drops the
+// replicas a key no longer needs: a dependency fetched by a worker stays
+// there until the key is released unless something removes it, and on
+// graphs whose inputs feed many consumers on several workers (dot-product's
+// random blocks) those copies are what the cluster holds late in a run.
+//
+// Per key with more than one holder: keep max(1, the number of distinct
+// workers its waiters are processing on (a waiter not yet placed counts
+// once each)) replicas; drop the rest, each from the holder
+// (ActiveMemoryManagerExtension._find_dropper) that is not running a
+// waiter of the key, preferring workers that are not running, then the
+// most memory (managed bytes here: the engine has no process memory, where
+// distributed reads memory.optimistic; updated as drops are planned, as
+// workers_memory is). The scheduler forgets each dropped replica at once
+// and tells the worker (request_remove_replicas); a worker that still
+// needs it answers add-keys and the replica comes back (addKeys).
+//
+// Cost: O(replicated keys × their holders and waiters) per tick; the
+// replicated set is kept by addReplica/removeReplica, so keys held once
+// cost nothing.
+
+// AMMTick runs the active memory manager once (the outer ring sends it
+// every active-memory-manager.interval while it is on).
+type AMMTick struct {
+	Base
+}
+
+func (s *State) ammOn() bool { return !s.cfg.NoActiveMemoryManager }
+
+// reduceReplicas is one AMM cycle with the ReduceReplicas policy.
+func (s *State) reduceReplicas() {
+	if s.replicated.Len() == 0 {
+		return
+	}
+	memory := make(map[*WorkerState]int64, len(s.workers))
+	mem := func(ws *WorkerState) int64 {
+		if m, ok := memory[ws]; ok {
+			return m
+		}
+		return ws.nbytes
+	}
+	drops := map[*WorkerState][]*TaskState{}
+	var order []*WorkerState // drop lists in first-planned order: deterministic
+	var busy []*WorkerState
+	for _, ts := range s.replicated.Snapshot() {
+		if ts.actor || ts.whoHas.Len() < 2 {
+			continue
+		}
+		busy = busy[:0]
+		unplaced := 0
+		for _, w := range ts.waiters.Items() {
+			if w.processingOn == nil {
+				unplaced++
+			} else if !slices.Contains(busy, w.processingOn) {
+				busy = append(busy, w.processingOn)
+			}
+		}
+		need := max(1, len(busy)+unplaced)
+		for n := ts.whoHas.Len() - need; n > 0; n-- {
+			ws := s.findDropper(ts, busy, mem)
+			if ws == nil {
+				break
+			}
+			if _, ok := drops[ws]; !ok {
+				order = append(order, ws)
+			}
+			drops[ws] = append(drops[ws], ts)
+			memory[ws] = max(0, mem(ws)-s.getNBytes(ts))
+			s.removeReplica(ts, ws) // request_remove_replicas: forgotten at once
+		}
+	}
+	if len(order) == 0 {
+		return
+	}
+	sid := "active_memory_manager-" + strconv.FormatFloat(s.unixNow(), 'f', -1, 64)
+	for _, ws := range order {
+		keys := make([]protocol.Key, len(drops[ws]))
+		for i, ts := range drops[ws] {
+			keys[i] = ts.Key
+		}
+		s.toWorker(ws, msgRemoveReplicas(keys, sid))
+	}
+}
+
+// findDropper mirrors _find_dropper for candidates = all holders: never
+// the last replica, never a worker a waiter is processing on; not running
+// first, then the most memory, ties by address. It also keeps the one
+// running replica when the others are on paused or retiring workers busy
+// with the key's waiters (distributed's guard against ping-pong with
+// RetireWorker).
+func (s *State) findDropper(ts *TaskState, busy []*WorkerState, mem func(*WorkerState) int64) *WorkerState {
+	if ts.whoHas.Len() < 2 {
+		return nil
+	}
+	var choice *WorkerState
+	candidates := 0
+	busyHolders := 0
+	for _, ws := range ts.whoHas.Items() {
+		if slices.Contains(busy, ws) {
+			busyHolders++
+			continue
+		}
+		candidates++
+		if choice == nil || dropBefore(ws, choice, mem) {
+			choice = ws
+		}
+	}
+	if choice == nil {
+		return nil
+	}
+	if candidates == 1 && choice.status == "running" && busyHolders > 0 {
+		allIdle := true
+		for _, ws := range ts.whoHas.Items() {
+			if slices.Contains(busy, ws) && ws.status == "running" {
+				allIdle = false
+			}
+		}
+		if allIdle {
+			return nil
+		}
+	}
+	return choice
+}
+
+// dropBefore orders drop candidates: not running first, then more memory,
+// then address.
+func dropBefore(a, b *WorkerState, mem func(*WorkerState) int64) bool {
+	ar, br := a.status == "running", b.status == "running"
+	if ar != br {
+		return !ar
+	}
+	if ma, mb := mem(a), mem(b); ma != mb {
+		return ma > mb
+	}
+	return a.Address < b.Address
+}
