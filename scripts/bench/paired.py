@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import statistics
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from procs import split_seed  # noqa: E402
 
 GiB, MiB = 2**30, 2**20
 
@@ -23,9 +27,10 @@ def pairs(paths: list[Path]) -> list[tuple[str, str, str, int, dict, dict]]:
     for path in paths:
         by: dict[tuple[str, str, int], dict[str, dict]] = {}
         for r in json.loads(path.read_text()):
-            m = re.fullmatch(r"(py|go)-(.+)-seed(\d+)", r["configuration"])
-            if m and r.get("ok"):
-                by.setdefault((r["workload"], m.group(2), int(m.group(3))), {})[m.group(1)] = r
+            base, seed = split_seed(r["configuration"])
+            kind, _, mode = base.partition("-")
+            if seed is not None and kind in ("py", "go") and r.get("ok"):
+                by.setdefault((r["workload"], mode, seed), {})[kind] = r
         for (wl, mode, seed), p in sorted(by.items()):
             if len(p) == 2:
                 out.append((path.parent.name, wl, mode, seed, p["py"], p["go"]))

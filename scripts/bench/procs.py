@@ -64,12 +64,18 @@ def resolve_config(name: str) -> tuple[str, dict[str, str]]:
     seed compare the schedulers on the same priorities (issue 16's
     dot-product gap: the Go scheduler used to order under seed 0 always).
     KeyError for an unknown name."""
-    base, seed = name, None
+    base, seed = split_seed(name)
+    kind, env = CONFIGS[base] if base in CONFIGS else DIAGNOSTIC_CONFIGS[base]
+    return (kind, env) if seed is None else (kind, {**env, "PYTHONHASHSEED": str(seed)})
+
+
+def split_seed(name: str) -> tuple[str, int | None]:
+    """(configuration, seed) of NAME-seedN when NAME is a configuration,
+    else (name, None)."""
     m = re.fullmatch(r"(.+)-seed(\d+)", name)
     if m and m.group(1) in (*CONFIGS, *DIAGNOSTIC_CONFIGS):
-        base, seed = m.group(1), m.group(2)
-    kind, env = CONFIGS[base] if base in CONFIGS else DIAGNOSTIC_CONFIGS[base]
-    return (kind, env) if seed is None else (kind, {**env, "PYTHONHASHSEED": seed})
+        return m.group(1), int(m.group(2))
+    return name, None
 
 
 def known_config(name: str) -> bool:
