@@ -193,6 +193,10 @@ func TestInvalidSettings(t *testing.T) {
 			[]string{`distributed.scheduler.bandwidth: "fast" is not a byte size`}},
 		{[]string{"DASK_DISTRIBUTED__SCHEDULER__WORK_STEALING=maybe"},
 			[]string{`distributed.scheduler.work-stealing: "maybe" is not true or false`}},
+		{[]string{`DASK_DISTRIBUTED__SCHEDULER__ACTIVE_MEMORY_MANAGER__POLICIES=[{"class": "distributed.active_memory_manager.RetireWorker"}]`},
+			[]string{`distributed.scheduler.active-memory-manager.policies[0].class: "distributed.active_memory_manager.RetireWorker" is not distributed.active_memory_manager.ReduceReplicas (the only active memory manager policy this scheduler implements)`}},
+		{[]string{"DASK_DISTRIBUTED__SCHEDULER__ACTIVE_MEMORY_MANAGER__POLICIES=ReduceReplicas"},
+			[]string{`distributed.scheduler.active-memory-manager.policies: "ReduceReplicas" is not a list of policies`}},
 		{[]string{"DASK_DISTRIBUTED__SCHEDULER__ROOTISH_TASKGROUP=-2"},
 			[]string{`distributed.scheduler.rootish-taskgroup: -2 is not an integer >= 0`}},
 	}
@@ -304,5 +308,17 @@ func TestBadWithholdingValuesNameKeyAndChoices(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: got %v, want %q", text, err, want)
 		}
+	}
+}
+
+// TestEmptyAMMPolicyListTurnsTheAMMOff: with no policy distributed's AMM
+// runs and changes nothing; ours then does not run at all.
+func TestEmptyAMMPolicyListTurnsTheAMMOff(t *testing.T) {
+	env := func(kv ...string) ConfigSources { return ConfigSources{Paths: []string{}, Env: kv} }
+	if s := load(t, env()); !s.ActiveMemoryManager {
+		t.Fatal("AMM off by default")
+	}
+	if s := load(t, env("DASK_DISTRIBUTED__SCHEDULER__ACTIVE_MEMORY_MANAGER__POLICIES=[]")); s.ActiveMemoryManager {
+		t.Fatal("AMM on with an empty policy list")
 	}
 }

@@ -29,6 +29,8 @@ distributed:
     active-memory-manager:
       start: true
       interval: 2s
+      policies:
+        - class: distributed.active_memory_manager.ReduceReplicas
     worker-saturation: 1.1
     rootish-taskgroup: 5
     rootish-taskgroup-dependencies: 5
@@ -87,8 +89,9 @@ type SchedulerSettings struct {
 	WorkStealingInterval time.Duration
 	// ActiveMemoryManager, ActiveMemoryManagerInterval:
 	// distributed.scheduler.active-memory-manager.start and .interval (the
-	// ReduceReplicas policy, scheduler/amm.go; other policies are not
-	// supported).
+	// ReduceReplicas policy, scheduler/amm.go; .policies may list only
+	// ReduceReplicas, an empty list turns the AMM off, anything else is an
+	// error).
 	ActiveMemoryManager         bool
 	ActiveMemoryManagerInterval time.Duration
 	NoWorkersTimeout            time.Duration // 0 = off (null)
@@ -155,6 +158,9 @@ func SchedulerSettingsFrom(cfg *DaskConfig) (SchedulerSettings, error) {
 		ValidateInvariants:           r.boolean("distributed.scheduler.validate"),
 		TaskOrdering:                 r.choice("distributed.scheduler.task-ordering", "go", "python"),
 		TaskOrderingCheck:            r.boolean("distributed.scheduler.task-ordering-check"),
+	}
+	if !r.ammPolicies("distributed.scheduler.active-memory-manager.policies") {
+		s.ActiveMemoryManager = false // no policy: the AMM would do nothing
 	}
 	if err := errors.Join(r.errs...); err != nil {
 		return s, err
@@ -324,6 +330,46 @@ func (r *reader) durations(key string) map[string]time.Duration {
 		out[prefix] = dur
 	}
 	return out
+}
+
+// reduceReplicasClass is the one AMM policy scheduler/amm.go implements.
+const reduceReplicasClass = "distributed.active_memory_manager.ReduceReplicas"
+
+// ammPolicies reads the AMM's policy list (ActiveMemoryManagerExtension.
+// __init__ imports each entry's class and passes its other keys to the
+// constructor) and reports whether ReduceReplicas is in it. Any other
+// policy, or arguments ReduceReplicas does not take, is an error naming
+// it: a scheduler that silently ran a different AMM than configured would
+// hold different memory than its user expects.
+func (r *reader) ammPolicies(key string) bool {
+	v := r.get(key)
+	list, ok := v.([]any)
+	if !ok {
+		if v != nil {
+			r.bad(key, v, "a list of policies")
+		}
+		return false
+	}
+	found := false
+	for i, item := range list {
+		ikey := fmt.Sprintf("%s[%d]", key, i)
+		p, ok := item.(map[string]any)
+		if !ok {
+			r.bad(ikey, item, `a mapping with a "class" key`)
+			continue
+		}
+		class, _ := p["class"].(string)
+		if class != reduceReplicasClass {
+			r.bad(ikey+".class", p["class"], reduceReplicasClass+" (the only active memory manager policy this scheduler implements)")
+			continue
+		}
+		if len(p) > 1 {
+			r.bad(ikey, item, "ReduceReplicas without arguments (it takes none)")
+			continue
+		}
+		found = true
+	}
+	return found
 }
 
 func (r *reader) bytes(key string) int64 {

@@ -16,9 +16,8 @@ import (
 // graphs whose inputs feed many consumers on several workers (dot-product's
 // random blocks) those copies are what the cluster holds late in a run.
 //
-// Per key with more than one holder: keep max(1, the number of distinct
-// workers its waiters are processing on (a waiter not yet placed counts
-// once each)) replicas; drop the rest, each from the holder
+// Per key with more than one holder: keep as many replicas as
+// replicasNeeded says; drop the rest, each from the holder
 // (ActiveMemoryManagerExtension._find_dropper) that is not running a
 // waiter of the key, preferring workers that are not running, then the
 // most memory (managed bytes here: the engine has no process memory, where
@@ -27,9 +26,9 @@ import (
 // and tells the worker (request_remove_replicas); a worker that still
 // needs it answers add-keys and the replica comes back (addKeys).
 //
-// Cost: O(replicated keys × their holders and waiters) per tick; the
-// replicated set is kept by addReplica/removeReplica, so keys held once
-// cost nothing.
+// Cost: O(replicated keys × their holders) per tick, plus their waiters
+// for keys with fewer than 20 waiters or a replica to drop; the replicated
+// set is kept by addReplica/removeReplica, so keys held once cost nothing.
 
 // AMMTick runs the active memory manager once (the outer ring sends it
 // every active-memory-manager.interval while it is on).
@@ -53,21 +52,21 @@ func (s *State) reduceReplicas() {
 	}
 	drops := map[*WorkerState][]*TaskState{}
 	var order []*WorkerState // drop lists in first-planned order: deterministic
-	var busy []*WorkerState
+	busy := map[*WorkerState]struct{}{}
 	for _, ts := range s.replicated.Snapshot() {
 		if ts.actor || ts.whoHas.Len() < 2 {
 			continue
 		}
-		busy = busy[:0]
-		unplaced := 0
+		need := s.replicasNeeded(ts)
+		if ts.whoHas.Len() <= need {
+			continue
+		}
+		clear(busy)
 		for _, w := range ts.waiters.Items() {
-			if w.processingOn == nil {
-				unplaced++
-			} else if !slices.Contains(busy, w.processingOn) {
-				busy = append(busy, w.processingOn)
+			if w.processingOn != nil {
+				busy[w.processingOn] = struct{}{}
 			}
 		}
-		need := max(1, len(busy)+unplaced)
 		for n := ts.whoHas.Len() - need; n > 0; n-- {
 			ws := s.findDropper(ts, busy, mem)
 			if ws == nil {
@@ -94,13 +93,37 @@ func (s *State) reduceReplicas() {
 	}
 }
 
+// replicasNeeded is ReduceReplicas.run's count of replicas to keep: one per
+// waiter, except that with 2–19 waiters those processing on the same
+// worker count once (an unplaced waiter still counts once each, erring on
+// the side of an extra replica). From 20 waiters on distributed skips the
+// dedup as too costly, so such keys keep len(waiters) replicas; so do we,
+// or the two schedulers would drop different replicas.
+func (s *State) replicasNeeded(ts *TaskState) int {
+	n := ts.waiters.Len()
+	if 1 < n && n < 20 {
+		var on []*WorkerState
+		unplaced := 0
+		for _, w := range ts.waiters.Items() {
+			switch {
+			case w.processingOn == nil:
+				unplaced++
+			case !slices.Contains(on, w.processingOn):
+				on = append(on, w.processingOn)
+			}
+		}
+		n = len(on) + unplaced
+	}
+	return max(1, n)
+}
+
 // findDropper mirrors _find_dropper for candidates = all holders: never
 // the last replica, never a worker a waiter is processing on; not running
 // first, then the most memory, ties by address. It also keeps the one
 // running replica when the others are on paused or retiring workers busy
 // with the key's waiters (distributed's guard against ping-pong with
 // RetireWorker).
-func (s *State) findDropper(ts *TaskState, busy []*WorkerState, mem func(*WorkerState) int64) *WorkerState {
+func (s *State) findDropper(ts *TaskState, busy map[*WorkerState]struct{}, mem func(*WorkerState) int64) *WorkerState {
 	if ts.whoHas.Len() < 2 {
 		return nil
 	}
@@ -108,7 +131,7 @@ func (s *State) findDropper(ts *TaskState, busy []*WorkerState, mem func(*Worker
 	candidates := 0
 	busyHolders := 0
 	for _, ws := range ts.whoHas.Items() {
-		if slices.Contains(busy, ws) {
+		if _, ok := busy[ws]; ok {
 			busyHolders++
 			continue
 		}
@@ -123,7 +146,7 @@ func (s *State) findDropper(ts *TaskState, busy []*WorkerState, mem func(*Worker
 	if candidates == 1 && choice.status == "running" && busyHolders > 0 {
 		allIdle := true
 		for _, ws := range ts.whoHas.Items() {
-			if slices.Contains(busy, ws) && ws.status == "running" {
+			if _, ok := busy[ws]; ok && ws.status == "running" {
 				allIdle = false
 			}
 		}

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"fmt"
 	"testing"
 
 	"daskgo/protocol"
@@ -53,4 +54,33 @@ func TestAMMDropsReplicasNoWaiterNeeds(t *testing.T) {
 	out = off.handle(&AMMTick{})
 	eq(t, len(removed(out, "w2")), 0, "replicas dropped with the AMM off")
 	eq(t, off.Task(k("x")).whoHas.Len(), 2, "holders of x with the AMM off")
+}
+
+// TestAMMKeepsReplicasOfKeysWithTwentyWaiters: ReduceReplicas counts the
+// workers waiters run on only for 2–19 waiters; from 20 on it keeps one
+// replica per waiter, so a replica nobody on its worker needs survives.
+func TestAMMKeepsReplicasOfKeysWithTwentyWaiters(t *testing.T) {
+	for _, tc := range []struct {
+		waiters, dropped int
+	}{{19, 1}, {20, 0}} {
+		s := newTestState(t, withWorkers("w1:1", "w2:1"))
+		on := func(gt GraphTask, w string) GraphTask { return annotated(gt, "workers", []any{addr(w)}) }
+		s.submit("c1", []GraphTask{on(task("x"), "w1")}, "x")
+		s.finish("w1", "x")
+		var gts []GraphTask
+		var want []string
+		for i := range tc.waiters {
+			name := fmt.Sprintf("d%d", i)
+			gts = append(gts, on(task(name, "x"), "w1"))
+			want = append(want, name)
+		}
+		s.submit("c1", gts, want...)
+		s.handle(&AddKeys{Worker: addr("w2"), Keys: keys("x")}) // a stray replica on w2
+		for _, d := range want {
+			eq(t, s.Task(k(d)).processingOn.Address, addr("w1"), "worker of "+d)
+		}
+		out := s.handle(&AMMTick{})
+		eq(t, len(removed(out, "w2")), tc.dropped, fmt.Sprintf("replicas dropped from w2 with %d waiters on w1", tc.waiters))
+		eq(t, len(removed(out, "w1")), 0, "replicas dropped from w1")
+	}
 }

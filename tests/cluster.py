@@ -215,13 +215,13 @@ class Workers:
 
 
 @contextmanager
-def running_cluster(tmp: Path, start_workers, n_workers: int):
-    """A Go scheduler and the stock workers start_workers(sched, workers)
-    starts; yields the scheduler once all n_workers have joined, and stops
-    every process on exit."""
+def running_cluster(tmp: Path, start_workers, n_workers: int, env: dict | None = None):
+    """A Go scheduler (with env added to its environment) and the stock
+    workers start_workers(sched, workers) starts; yields the scheduler once
+    all n_workers have joined, and stops every process on exit."""
     from distributed import Client
 
-    sched = GoScheduler(tmp).start()
+    sched = GoScheduler(tmp, env=env).start()
     workers = Workers(tmp)
     try:
         start_workers(sched, workers)

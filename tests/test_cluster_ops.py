@@ -21,7 +21,10 @@ def cluster(tmp_path_factory):
     """The Go scheduler and two stock workers; tests may start more through
     the yielded Workers (all are stopped by PID at the end)."""
     tmp = tmp_path_factory.mktemp("ops")
-    sched = GoScheduler(tmp).start()
+    # The AMM's ReduceReplicas undoes Client.replicate within an interval,
+    # in distributed too; off here so the replica counts these tests read
+    # are not raced by it (tests/test_amm.py covers the AMM).
+    sched = GoScheduler(tmp, env={"DASK_DISTRIBUTED__SCHEDULER__ACTIVE_MEMORY_MANAGER__START": "False"}).start()
     workers = Workers(tmp)
     try:
         workers.start(sched.address, "w1")
