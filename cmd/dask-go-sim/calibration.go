@@ -20,6 +20,7 @@ type calibration struct {
 		TransferWaitS      *float64 `json:"transfer_wait_s"`
 		ReceiveEarly       *bool    `json:"receive_early"`
 		WorkerUnmanaged    *int64   `json:"worker_unmanaged_bytes"`
+		WorkerIdle         *int64   `json:"worker_idle_bytes"`
 	} `json:"sim"`
 }
 
@@ -52,6 +53,9 @@ func (c *calibration) apply(cf *clusterFlags, set map[string]bool) {
 	}
 	if s.WorkerUnmanaged != nil && !set["worker-unmanaged"] {
 		cf.workerUnmanaged = fmt.Sprint(*s.WorkerUnmanaged)
+	}
+	if s.WorkerIdle != nil && !set["worker-idle"] {
+		cf.workerIdle = fmt.Sprint(*s.WorkerIdle)
 	}
 }
 

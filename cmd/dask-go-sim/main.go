@@ -65,6 +65,9 @@ type clusterFlags struct {
 	receiveEarly                    bool
 	workerUnmanaged                 string
 	calibration                     string
+	noAMM, noSpill                  bool
+	ammInterval                     float64
+	workerIdle                      string
 }
 
 func (c *clusterFlags) register(fs *flag.FlagSet) {
@@ -83,8 +86,12 @@ func (c *clusterFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&c.transferWait, "transfer-wait", 0, "with -cores: seconds each transfer waits besides its CPU work")
 	fs.BoolVar(&c.receiveEarly, "receive-early", false, "a transfer's bytes count on its destination from its start")
 	fs.StringVar(&c.workerUnmanaged, "worker-unmanaged", "0", "unmanaged bytes a worker grows by once it runs tasks")
+	fs.BoolVar(&c.noSpill, "no-spill", false, "workers never spill to disk (they do by default, at distributed's thresholds)")
+	fs.StringVar(&c.workerIdle, "worker-idle", "0", "an idle worker's memory, which its spill threshold counts")
+	fs.BoolVar(&c.noAMM, "no-amm", false, "active memory manager off (on by default, as in distributed)")
+	fs.Float64Var(&c.ammInterval, "amm-interval", 2, "seconds between active memory manager cycles")
 	fs.StringVar(&c.calibration, "calibration", "", "calibration.json (scripts/sim/calibrate.py): defaults for "+
-		"-task-overhead, -transfer-cpu*, -transfer-wait, -receive-early, -worker-unmanaged")
+		"-task-overhead, -transfer-cpu*, -transfer-wait, -receive-early, -worker-unmanaged, -worker-idle")
 }
 
 // resolve applies the calibration file, if any, under the explicit flags.
@@ -111,11 +118,17 @@ func (c *clusterFlags) config(workers int, mode string) (sim.Config, error) {
 			return sim.Config{}, fmt.Errorf("-worker-unmanaged: %w", err)
 		}
 	}
+	var idle int64
+	if c.workerIdle != "0" && c.workerIdle != "" {
+		if idle, err = parseBytes(c.workerIdle); err != nil {
+			return sim.Config{}, fmt.Errorf("-worker-idle: %w", err)
+		}
+	}
 	return sim.Config{Workers: workers, Threads: c.threads, MemoryLimit: mem, Bandwidth: c.bandwidth,
-		Latency: c.latency, Mode: mode, Seed: c.seed, Validate: c.validate,
+		Latency: c.latency, Mode: mode, Seed: c.seed, Validate: c.validate, NoAMM: c.noAMM, AMMInterval: c.ammInterval, NoSpill: c.noSpill,
 		Cores: c.cores, TaskOverhead: c.taskOverhead, DurationSpread: c.durationSpread, TransferCPU: c.transferCPU,
 		TransferCPUPerByte: c.transferCPUPerByte, TransferWait: c.transferWait, Calibration: c.calibration,
-		Mem: sim.MemoryModel{ReceiveEarly: c.receiveEarly, WorkerUnmanaged: unmanaged}}, nil
+		Mem: sim.MemoryModel{ReceiveEarly: c.receiveEarly, WorkerUnmanaged: unmanaged, WorkerIdle: idle}}, nil
 }
 
 func cmdRun(args []string) error {

@@ -297,7 +297,8 @@ def memory_terms(runs):
     every sample (a buffer being filled is in RSS before it is managed);
     WorkerUnmanaged: the median unmanaged growth of a worker in samples with
     nothing in flight, in the second half of the run (after warm-up of the
-    allocator)."""
+    allocator); WorkerIdle: the median RSS of a worker before its first
+    task (the base its spill threshold counts from)."""
     xs, ys, quiet = [], [], []
     for run in runs:
         for s in memory_samples(run).values():
@@ -310,8 +311,11 @@ def memory_terms(runs):
     mx, my = statistics.fmean(xs), statistics.fmean(ys)
     sxx = sum((x - mx) ** 2 for x in xs)
     slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx if sxx else 0.0
+    # a worker's RSS at its first sample, before the run's first task
+    idle = [w["samples"][0][2] for run in runs for w in run["workers"].values() if w["samples"]]
     return {"in_flight_slope": slope, "quiet_unmanaged_median": statistics.median(quiet) if quiet else 0,
-            "quiet_samples": len(quiet), "samples": len(xs)}
+            "quiet_samples": len(quiet), "samples": len(xs),
+            "idle_rss_median": statistics.median(idle) if idle else 0, "idle_samples": len(idle)}
 
 
 def transient_by_prefix(runs):
@@ -392,7 +396,8 @@ def main(argv=None):
                 "transfer_cpu_s_per_byte": over["transfer_cpu_s_per_byte"],
                 "transfer_wait_s": wait["median_s"],
                 "receive_early": mem["in_flight_slope"] > 0.5,
-                "worker_unmanaged_bytes": int(max(0, mem["quiet_unmanaged_median"]))},
+                "worker_unmanaged_bytes": int(max(0, mem["quiet_unmanaged_median"])),
+                "worker_idle_bytes": int(mem["idle_rss_median"])},
         "evidence": {"overhead_fit": over, "memory": mem, "tiny_transfers": wait, "per_run": feats,
                      "at_peak": {r["path"]: at_peak(r) for r in runs}},
     }

@@ -24,6 +24,8 @@ const (
 	evTransferDone
 	// evStealTick: the engine's work-stealing period (Config.Stealing).
 	evStealTick
+	// evAMMTick: the active memory manager's period (unless Config.NoAMM).
+	evAMMTick
 	// evCPU: the earliest finish on the shared cores (Config.Cores); run
 	// holds the cpu generation it was computed for, stale ones are skipped.
 	evCPU

@@ -18,9 +18,16 @@ type MemoryModel struct {
 	// libraries' caches): unmanaged memory that stays for the whole run,
 	// counted from the worker's first task.
 	WorkerUnmanaged int64 `json:"worker_unmanaged_bytes"`
+	// WorkerIdle: an idle worker process's memory, which the simulator
+	// does not count (it models memory above the workers' idle start) but
+	// the memory monitor's spill threshold does (spill.go).
+	WorkerIdle int64 `json:"worker_idle_bytes,omitempty"`
 }
 
 func (m MemoryModel) check() error {
+	if m.WorkerIdle < 0 {
+		return fmt.Errorf("sim config: worker idle memory %d", m.WorkerIdle)
+	}
 	if m.WorkerUnmanaged < 0 {
 		return fmt.Errorf("sim config: worker unmanaged memory %d", m.WorkerUnmanaged)
 	}

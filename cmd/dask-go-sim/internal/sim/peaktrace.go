@@ -39,7 +39,10 @@ func (s *Sim) tracePeak() {
 	for i, w := range s.workers {
 		t.PerWorker[i] = w.mem
 		var data int64
-		for k, nb := range w.data {
+		for k, nb := range w.keys.data {
+			if w.keys.spilled[k] {
+				continue
+			}
 			data += nb
 			if copies[k]++; copies[k] > 1 {
 				t.ReplicaBytes += nb

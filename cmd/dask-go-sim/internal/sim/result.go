@@ -35,6 +35,15 @@ type Result struct {
 	// tasks it moved.
 	Stealing        bool  `json:"stealing,omitempty"`
 	StealsConfirmed int64 `json:"steals_confirmed,omitempty"`
+	// AMMIntervalS: the active memory manager's period; 0 (absent, as in
+	// records made before the simulator had it): off.
+	AMMIntervalS float64 `json:"amm_interval_s,omitempty"`
+	// SpilledBytes: bytes the workers spilled to disk (spill.go); Spill:
+	// spilling was on.
+	SpilledBytes int64 `json:"spilled_bytes"`
+	Spill        bool  `json:"spill,omitempty"`
+	// ReplicasDropped counts replicas workers released on remove-replicas.
+	ReplicasDropped int64 `json:"replicas_dropped,omitempty"`
 	// PeakTrace: with Config.TracePeak, the cluster's data at its peak.
 	PeakTrace *PeakTrace `json:"peak_trace,omitempty"`
 	// The calibrated model's terms (Config), recorded with each run.
@@ -58,6 +67,11 @@ func (s *Sim) result(wall time.Duration) *Result {
 		Stealing: s.cfg.Stealing, StealsConfirmed: s.eng.StealStats().Confirmed,
 		Cores: s.cfg.Cores, TaskOverheadS: s.cfg.TaskOverhead, TransferCPUS: s.cfg.TransferCPU,
 		TransferCPUPerByte: s.cfg.TransferCPUPerByte, TransferWaitS: s.cfg.TransferWait, Memory: s.cfg.Mem, Calibration: s.cfg.Calibration}
+	if !s.cfg.NoAMM {
+		r.AMMIntervalS = s.cfg.AMMInterval
+	}
+	r.ReplicasDropped = s.replicasDropped
+	r.SpilledBytes, r.Spill = s.spilledBytes, !s.cfg.NoSpill
 	if len(s.g.Tasks) > 0 {
 		r.EngineCPUUsPerTask = float64(s.engineCPU.Microseconds()) / float64(len(s.g.Tasks))
 	}

@@ -43,6 +43,16 @@ type Config struct {
 	// engine runs with work-stealing false.
 	Stealing      bool
 	StealInterval float64
+	// NoAMM turns the engine's active memory manager (ReduceReplicas,
+	// scheduler/amm.go) off; on, as in distributed and the real Go
+	// scheduler by default, an AMMTick every AMMInterval seconds (default
+	// 2) drops replicas no waiter needs, and workers drop them on
+	// remove-replicas.
+	NoAMM       bool
+	AMMInterval float64
+	// NoSpill turns the workers' spilling to disk off (spill.go; on, as
+	// stock workers do by default).
+	NoSpill bool
 	// Cores > 0: all executing tasks of the cluster share this many cores
 	// (processor sharing, cpu.go), and a task's Duration is CPU work; 0:
 	// every thread has a core of its own (the full-scale default).
@@ -97,6 +107,12 @@ func (c *Config) fill() error {
 	}
 	if c.StealInterval == 0 {
 		c.StealInterval = 1
+	}
+	if c.AMMInterval < 0 || math.IsNaN(c.AMMInterval) {
+		return fmt.Errorf("sim config: AMM interval %v", c.AMMInterval)
+	}
+	if c.AMMInterval == 0 {
+		c.AMMInterval = 2
 	}
 	if c.Cores < 0 || math.IsNaN(c.Cores) || math.IsInf(c.Cores, 0) {
 		return fmt.Errorf("sim config: cores %v", c.Cores)
@@ -160,6 +176,8 @@ type Sim struct {
 	handles                 int64
 	engineLogs              int
 	anomalies               int // holder lists that did not match the workers' data
+	replicasDropped         int64
+	spilledBytes            int64
 
 	cpu *cpu // Config.Cores > 0: the shared cores; nil: a core per thread
 
@@ -176,6 +194,7 @@ func Run(g *Graph, cfg Config) (*Result, error) {
 	ecfg, _ := EngineConfig(cfg.Mode, cfg.Bandwidth)
 	ecfg.ValidateInvariants = cfg.Validate
 	ecfg.NoWorkStealing = !cfg.Stealing
+	ecfg.NoActiveMemoryManager = cfg.NoAMM
 	ecfg.CoFamilyDepth = cfg.CoFamilyDepth
 	// The engine's CPU time is read from this thread's clock.
 	runtime.LockOSThread()
@@ -239,6 +258,9 @@ func (s *Sim) start() {
 		Client: s.client, Tasks: s.graphTasks()})
 	if s.cfg.Stealing {
 		s.clk.schedule(&event{at: s.cfg.StealInterval, kind: evStealTick})
+	}
+	if !s.cfg.NoAMM {
+		s.clk.schedule(&event{at: s.cfg.AMMInterval, kind: evAMMTick})
 	}
 }
 
@@ -344,19 +366,33 @@ func (s *Sim) step(e *event) {
 		}
 	case evTransferDone:
 		s.transferDone(s.workers[e.w], e.task)
-	case evStealTick:
-		s.handle(&scheduler.StealTick{Base: s.base(s.clk.now)})
-		// tick while the graph runs; a stuck run (nothing else queued)
-		// must still end
-		if s.remaining > 0 && len(s.clk.q) > 0 {
-			s.clk.schedule(&event{at: s.clk.now + s.cfg.StealInterval, kind: evStealTick})
-		}
+	case evStealTick, evAMMTick:
+		s.tick(e.kind)
+	}
+}
+
+// tick sends the engine one of its periodic stimuli and schedules the next
+// while the graph runs; a stuck run (nothing else queued) must still end.
+func (s *Sim) tick(kind eventKind) {
+	var st scheduler.Stimulus
+	var every float64
+	if kind == evStealTick {
+		st, every = &scheduler.StealTick{Base: s.base(s.clk.now)}, s.cfg.StealInterval
+	} else {
+		st, every = &scheduler.AMMTick{Base: s.base(s.clk.now)}, s.cfg.AMMInterval
+	}
+	s.handle(st)
+	if s.remaining > 0 && len(s.clk.q) > 0 {
+		s.clk.schedule(&event{at: s.clk.now + every, kind: kind})
 	}
 }
 
 // mem changes a worker's memory and tracks the cluster's peak.
 func (s *Sim) mem(w *worker, d int64) {
 	s.clusterMem += w.addMem(d)
+	if d > 0 {
+		s.clusterMem += s.spill(w)
+	}
 	if s.clusterMem > s.peakCluster {
 		s.peakCluster = s.clusterMem
 		if s.cfg.TracePeak {

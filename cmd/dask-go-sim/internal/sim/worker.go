@@ -26,8 +26,10 @@ type worker struct {
 	// executing: tasks on a thread now, by run_id.
 	executing map[int32]int64
 	ready     readyHeap
-	// data: keys held (results and fetched replicas) -> nbytes.
-	data map[int32]int64
+	// keys: the data held (results and fetched replicas), in memory or
+	// spilled (spill.go).
+	keys         spillBuffer
+	spilledBytes int64 // bytes spilled over the run
 
 	mem, peak int64 // data, transient memory of executing tasks, MemoryModel terms
 	overLimit bool  // mem exceeded limit at some point
@@ -51,7 +53,7 @@ type waiter struct {
 func newWorker(idx int32, addr string, threads int, limit int64) *worker {
 	return &worker{idx: idx, addr: addr, threads: threads, limit: limit,
 		assigned: map[int32]int64{}, waiting: map[int32]*pending{},
-		fetch: map[int32][]waiter{}, data: map[int32]int64{}, executing: map[int32]int64{}}
+		fetch: map[int32][]waiter{}, keys: newSpillBuffer(), executing: map[int32]int64{}}
 }
 
 // addMem adjusts the worker's memory and returns the delta for the
@@ -71,11 +73,7 @@ func (w *worker) addMem(d int64) int64 {
 // its assignment (a queued or executing run is then stale). It returns the
 // memory change for the caller to apply (Sim.mem).
 func (w *worker) free(t int32) int64 {
-	var d int64
-	if nb, ok := w.data[t]; ok {
-		delete(w.data, t)
-		d = -nb
-	}
+	d := w.keys.drop(t)
 	delete(w.assigned, t)
 	delete(w.waiting, t)
 	return d

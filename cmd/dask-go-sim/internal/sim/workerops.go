@@ -25,13 +25,14 @@ func (s *Sim) workerMsgs(w *worker, msgs []*protocol.Map) {
 				}
 			}
 		case "remove-replicas":
-			// replicas the scheduler does not track (add-keys raced a
-			// release): drop them unless a local task still computes them
+			// replicas the AMM dropped, or the scheduler does not track
+			// (add-keys raced a release): a stock worker releases those it
+			// holds in memory (_handle_remove_replicas)
 			for _, k := range msgKeys(m.Get("keys")) {
 				if t, ok := s.index[k]; ok {
-					if nb, held := w.data[t]; held {
-						delete(w.data, t)
-						s.mem(w, -nb)
+					if w.keys.held(t) {
+						s.mem(w, w.keys.drop(t))
+						s.replicasDropped++
 					}
 				}
 			}
@@ -78,7 +79,7 @@ func (s *Sim) computeTask(w *worker, m *protocol.Map) {
 	p := &pending{run: run}
 	whoHas := m.Get("who_has")
 	for _, d := range s.g.Tasks[t].Deps {
-		if _, held := w.data[d]; held {
+		if w.keys.held(d) {
 			continue
 		}
 		p.missing++
@@ -109,7 +110,7 @@ func (s *Sim) pickHolder(w *worker, d int32, whoHas any) *worker {
 	var cands []*worker
 	for _, a := range holderAddrs(whoHas, key) {
 		if h := s.byAddr[a]; h != nil && h != w {
-			if _, ok := h.data[d]; ok {
+			if h.keys.held(d) {
 				cands = append(cands, h)
 			} else {
 				s.anomalies++
@@ -119,7 +120,7 @@ func (s *Sim) pickHolder(w *worker, d int32, whoHas any) *worker {
 	if len(cands) == 0 {
 		for _, a := range s.eng.WhoHas([]protocol.Key{key})[key] {
 			if h := s.byAddr[a]; h != nil && h != w {
-				if _, ok := h.data[d]; ok {
+				if h.keys.held(d) {
 					cands = append(cands, h)
 				}
 			}
@@ -165,6 +166,7 @@ func holderAddrs(whoHas any, key protocol.Key) []string {
 func (s *Sim) transfer(src, dst *worker, d int32) {
 	nb := s.g.Tasks[d].NBytes
 	s.transferred += nb
+	s.mem(src, src.keys.touch(d)) // get_data reads it: unspilled if spilled
 	if s.cfg.Mem.ReceiveEarly {
 		s.mem(dst, nb)
 	}
@@ -196,10 +198,8 @@ func (s *Sim) transferDone(w *worker, d int32) {
 		}
 		if !stored {
 			stored = true
-			if _, held := w.data[d]; !held {
-				nb := s.g.Tasks[d].NBytes
-				w.data[d] = nb
-				s.mem(w, nb)
+			if !w.keys.held(d) {
+				s.mem(w, w.keys.store(d, s.g.Tasks[d].NBytes))
 				s.toScheduler(&scheduler.AddKeys{Base: s.base(s.clk.now + s.cfg.Latency), Worker: w.addr,
 					Keys: []protocol.Key{s.g.Tasks[d].Key}})
 			}
@@ -225,6 +225,9 @@ func (s *Sim) startTasks(w *worker) {
 		w.busy++
 		w.executing[it.task] = it.run
 		t := &s.g.Tasks[it.task]
+		for _, d := range t.Deps {
+			s.mem(w, w.keys.touch(d)) // the task reads its inputs: spilled ones come back
+		}
 		s.activate(w)
 		s.mem(w, s.runningBytes(t))
 		work := s.taskWork(it.task, it.run)
@@ -262,8 +265,7 @@ func (s *Sim) taskDone(w *worker, t int32, run int64, start float64) {
 	task := &s.g.Tasks[t]
 	if w.live(t, run) {
 		delete(w.assigned, t)
-		w.data[t] = task.NBytes
-		s.mem(w, task.NBytes)
+		s.mem(w, w.keys.store(t, task.NBytes))
 		s.toScheduler(&scheduler.TaskFinished{Base: s.base(s.clk.now + s.cfg.Latency), Worker: w.addr,
 			Key: task.Key, RunID: run, NBytes: task.NBytes, TypeName: "ndarray",
 			StartStops: []scheduler.StartStop{{Action: "compute",
@@ -285,7 +287,7 @@ func (s *Sim) stealRequest(w *worker, m *protocol.Map) {
 		run, assigned := w.assigned[t]
 		exRun, executing := w.executing[t]
 		_, waiting := w.waiting[t]
-		_, held := w.data[t]
+		held := w.keys.held(t)
 		switch {
 		case assigned && executing && exRun == run:
 			state = "executing"
