@@ -28,7 +28,8 @@ estimate * the measured ratio, working memory while running = output *
 the measured ratio (see Calibration).
 
 Format (gzip, JSON lines): line 1 a header object (format
-"daskgo-sim-graph/1", workload, scale, n_tasks, data_bytes, chunks, model,
+"daskgo-sim-graph/1", workload, scale, n_tasks, data_bytes, chunks,
+hash_seed (the PYTHONHASHSEED dask.order ran under, --hash-seed), model,
 prefixes), then one line per task:
     [key, order, [dependency line indices], duration_s, nbytes, transient]
 where key is a string or a list (a dask tuple key).
@@ -45,6 +46,7 @@ import gzip
 import importlib.util
 import json
 import math
+import os
 import random
 import sys
 import time
@@ -355,9 +357,9 @@ class Calibration:
         (by_rule: sized by rule_nbytes, not by dask.array's chunks: then the
         measured output per input byte is the better transfer to other sizes)."""
         c = self.lookup(prefix)
-        if by_rule and inputs and c.get("out_per_in"):
+        if by_rule and inputs and c.get("out_per_in") is not None:
             nbytes = sum(inputs) * c["out_per_in"]
-        elif c.get("out_ratio"):
+        elif c.get("out_ratio") is not None:
             nbytes = nbytes * c["out_ratio"]
         duration = c["fixed_s"] + c["s_per_byte"] * (sum(inputs) + nbytes)
         return duration, nbytes, nbytes * c.get("transient_ratio", 1.0)
@@ -483,6 +485,7 @@ def export(name, scale, out, memory, nthreads, bench_scale=1.0, durations_from=N
     header = {
         "format": "daskgo-sim-graph/1", "workload": name, "scale": scale, "n_tasks": len(keys),
         "data_bytes": int(w.data_bytes), "chunks": int(w.chunks), "notes": w.notes,
+        "hash_seed": int(os.environ.get("PYTHONHASHSEED", "-1")),
         "model": ({"calibrated": True} if cal else
                   {"root_rate": w.root_rate, "chunk_bytes": w.chunk_bytes, "rate": 1e9, "overhead_s": 0.001}),
         "prefixes": {p: {"count": c, "mean_duration_s": d / c, "mean_nbytes": b // c}
@@ -514,9 +517,17 @@ def main(argv=None):
     ap.add_argument("--calibration", type=Path,
                     help="scripts/sim/calibration.json: measured per-prefix CPU cost, output size and working memory "
                          "replace the model's (scripts/sim/calibrate.py)")
+    ap.add_argument("--hash-seed", type=int, default=1,
+                    help="PYTHONHASHSEED to order the graph under: dask.order's priorities depend on the string "
+                         "hash seed (the schedulers draw one per process), so a fixed one makes the export "
+                         "reproducible (default 1; the process re-executes itself under it)")
     ap.add_argument("--bench-scale", type=float, default=1.0,
                     help="small scale: the benchmark's --scale the graph must match (the committed bench runs used 0.5)")
     args = ap.parse_args(argv)
+    if os.environ.get("PYTHONHASHSEED") != str(args.hash_seed):
+        env = {**os.environ, "PYTHONHASHSEED": str(args.hash_seed)}
+        os.execve(sys.executable, [sys.executable, str(Path(__file__).resolve()),
+                                   *(argv if argv is not None else sys.argv[1:])], env)
     names = list(FULL) if args.workload == ["all"] else args.workload
     for n in names:
         if n not in FULL:

@@ -75,9 +75,10 @@ func markdown(recs []record, command string) string {
 		fmt.Fprintf(&b, "Made with:\n\n    %s\n\n", command)
 	}
 	b.WriteString("Memory in GiB; \"vs main\" = this mode / main (no withholding, distributed's co-location) on the same workload and cluster. " +
+		"Spilled = bytes the workers spilled to disk (at 60 % of their limit in memory; spilling takes no simulated time). " +
 		"Engine = CPU time inside State.Handle (thread clock).\n\n")
-	b.WriteString("| workload | scale | tasks | workers | mode | makespan s | vs main | peak cluster | vs main | peak worker | over limit | transferred | engine s | µs/task |\n")
-	b.WriteString("|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| workload | scale | tasks | workers | mode | makespan s | vs main | peak cluster | vs main | peak worker | over limit | spilled | transferred | engine s | µs/task |\n")
+	b.WriteString("|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	base := map[string]record{}
 	for _, r := range recs {
 		if r.str("mode") == "main" && r.str("error") == "" {
@@ -86,17 +87,17 @@ func markdown(recs []record, command string) string {
 	}
 	for _, r := range recs {
 		if e := r.str("error"); e != "" {
-			fmt.Fprintf(&b, "| %s | %s | %.0f | %.0f | %s | failed: %s | | | | | | | | |\n",
+			fmt.Fprintf(&b, "| %s | %s | %.0f | %.0f | %s | failed: %s | | | | | | | | | |\n",
 				r.str("workload"), r.str("scale"), r.num("n_tasks"), r.num("n_workers"), r.str("mode"), e)
 			continue
 		}
 		off := base[groupKey(r)]
-		fmt.Fprintf(&b, "| %s | %s | %.0f | %.0f | %s | %.1f | %s | %.2f | %s | %.2f | %.0f | %.2f | %.2f | %.1f |\n",
+		fmt.Fprintf(&b, "| %s | %s | %.0f | %.0f | %s | %.1f | %s | %.2f | %s | %.2f | %.0f | %.2f | %.2f | %.2f | %.1f |\n",
 			r.str("workload"), r.str("scale"), r.num("n_tasks"), r.num("n_workers"), r.str("mode"),
 			r.num("makespan_s"), ratio(r, off, "makespan_s"),
 			r.num("peak_cluster_memory_bytes")/(1<<30), ratio(r, off, "peak_cluster_memory_bytes"),
 			r.num("peak_worker_memory_bytes")/(1<<30), r.num("workers_over_limit"),
-			r.num("transferred_bytes")/(1<<30), r.num("engine_cpu_s"), r.num("engine_cpu_us_per_task"))
+			r.num("spilled_bytes")/(1<<30), r.num("transferred_bytes")/(1<<30), r.num("engine_cpu_s"), r.num("engine_cpu_us_per_task"))
 	}
 	return b.String()
 }

@@ -110,6 +110,14 @@ def graph_header(graphs, workload):
 
 # ---- task costs --------------------------------------------------------------
 
+def ratio(a, b):
+    """a / b to 4 decimals, or to 4 significant digits when that rounds to
+    0: a tiny output (climactic-mean's shuffle-taker, 453 bytes for 13 MB
+    modelled) must not read as "no measurement"."""
+    r = a / b
+    return round(r, 4) or float(f"{r:.4g}")
+
+
 def prefix_costs(runs, graphs):
     """Per (workload, prefix) and per prefix pooled over workloads: CPU per
     task as fixed + s_per_byte * bytes touched, the output size measured
@@ -144,13 +152,13 @@ def prefix_costs(runs, graphs):
             # a task touching < 1 MiB costs what it costs: all fixed
             a, sl = (c, 0.0) if b < MiB else fit_line([(b, c)], fixed)
             e = {"fixed_s": a, "s_per_byte": sl,
-                 "out_ratio": round(outb / n / model, 4) if model else None,
-                 "out_per_in": round(outb / inb, 4) if inb else None,
+                 "out_ratio": ratio(outb / n, model) if model else None,
+                 "out_per_in": ratio(outb, inb) if inb else None,
                  "tasks": n, "bytes_per_task": round(b), "cpu_s_per_task": round(c, 6),
                  "noncpu_s_per_task": round(noncpu / n, 6), "out_bytes_per_task": round(outb / n)}
             per_wl[wl][p] = e
             pts.append((b, c))
-            if e["out_ratio"]:
+            if e["out_ratio"] is not None:
                 ratios.append(e["out_ratio"])
         a, sl = fit_line(pts, fixed)
         pooled[p] = {"fixed_s": a, "s_per_byte": sl, "out_ratio": statistics.median(ratios) if ratios else None,

@@ -121,15 +121,16 @@ def rows_for(measured, simulated, series, max_foreign):
     rows = {}
     for (wl, cfg), runs in sorted(measured.items()):
         mode = PAIRS[cfg]
-        s = simulated.get((wl, mode))
+        sims = simulated.get((wl, mode))
         kept = [r for r in runs if foreign_share(r) <= max_foreign]
-        if s is None or not kept:
+        if not sims or not kept:
             continue
         walls = [r["wall_s"] for r in kept]
         above = [r["peak_memory_bytes"] - b for r in kept if (b := baseline(series, r)) is not None]
         rows[(wl, mode)] = {"n": len(kept), "dropped": len(runs) - len(kept),
                             "wall": walls, "above": above,
-                            "sim_wall": s["makespan_s"], "sim_peak": s["peak_cluster_memory_bytes"]}
+                            "sim_walls": [s["makespan_s"] for s in sims],
+                            "sim_peaks": [s["peak_cluster_memory_bytes"] for s in sims]}
     return rows
 
 
@@ -172,12 +173,13 @@ def err(sim, real):
 
 def table(rows, metric):
     """Markdown rows for metric 'wall' or 'above', and the summary counts."""
-    key_sim = "sim_wall" if metric == "wall" else "sim_peak"
+    key_sim = "sim_walls" if metric == "wall" else "sim_peaks"
     unit = (lambda v: f"{v:.1f}") if metric == "wall" else (lambda v: f"{v / GiB:.2f}")
     lines, within, total, orders = [], 0, 0, []
     for wl in sorted({w for w, _ in rows}):
         real = {m: rows[(wl, m)][metric] for m in MODES if (wl, m) in rows and rows[(wl, m)][metric]}
-        sim = {m: rows[(wl, m)][key_sim] for m in real}
+        sims = {m: rows[(wl, m)][key_sim] for m in real}
+        sim = {m: statistics.median(v) for m, v in sims.items()}
         if not real:
             continue
         med = {m: statistics.median(v) for m, v in real.items()}
@@ -195,7 +197,9 @@ def table(rows, metric):
             row = rows[(wl, m)]
             runs = f"{row['n']}" + (f" (-{row['dropped']})" if row["dropped"] else "")
             lines.append(f"| {wl} | {m} | {runs} | "
-                         f"{unit(med[m])} | {unit(min(real[m]))}–{unit(max(real[m]))} | {unit(sim[m])} | {e:+.0f}% "
+                         f"{unit(med[m])} | {unit(min(real[m]))}–{unit(max(real[m]))} | {unit(sim[m])}"
+                         + (f" ({unit(min(sims[m]))}–{unit(max(sims[m]))})" if len(sims[m]) > 1 else "")
+                         + f" | {e:+.0f}% "
                          f"{'✓' if abs(e) <= 30 else '✗'} | {rr[m]}{' =' + ','.join(tied) if tied else ''} | {sr[m]} | "
                          f"{'ok' if ok else 'WRONG: ' + ', '.join(bad)} |")
     return lines, within, total, orders
@@ -213,19 +217,32 @@ Regenerate (scripts/sim/README.md, Validation, has the full sequence incl. the f
     .venv/bin/python scripts/sim/calibrate.py
     for w in anom-mean basic-sum climactic-mean vorticity; do
       .venv/bin/python scripts/export-graph.py $w --scale small --bench-scale 0.5 --calibration scripts/sim/calibration.json
+      for n in 2 3 4 5; do
+        .venv/bin/python scripts/export-graph.py $w --scale small --bench-scale 0.5 --calibration scripts/sim/calibration.json \\
+            --hash-seed $n --out scripts/sim/graphs/hash-seeds/$n
+      done
     done
-    go build -o bin/dask-go-sim ./cmd/dask-go-sim && rm -rf scripts/sim/results/small
-    nice -n 19 bin/dask-go-sim sweep -scale small -workers 4 -threads 1 -memory-limit 1GiB -cores 2 \\
-        -calibration scripts/sim/calibration.json -modes main,withholding,coassign \\
-        -workloads anom-mean,basic-sum,climactic-mean,vorticity -results scripts/sim/results/small
-    bin/dask-go-sim report -results scripts/sim/results/small
-    .venv/bin/python scripts/sim/validate.py --bench {bench}
+    go build -o bin/dask-go-sim ./cmd/dask-go-sim && rm -rf scripts/sim/results/small scripts/sim/results/small-seeds
+    for n in 1 2 3 4 5; do   # hash seed 1: the default graphs and results/small; 2-5 under hash-seeds/ and small-seeds/
+      g=scripts/sim/graphs; r=scripts/sim/results/small
+      [ $n = 1 ] || {{ g=$g/hash-seeds/$n; r=scripts/sim/results/small-seeds/$n; }}
+      nice -n 19 bin/dask-go-sim sweep -scale small -graphs $g -workers 4 -threads 1 -memory-limit 1GiB -cores 2 \\
+          -calibration scripts/sim/calibration.json -modes main,withholding,coassign \\
+          -workloads anom-mean,basic-sum,climactic-mean,vorticity -results $r
+      bin/dask-go-sim report -results $r
+    done
+    .venv/bin/python scripts/sim/validate.py --bench {bench} \\
+        --sim scripts/sim/results/small/latest.json scripts/sim/results/small-seeds/{{2,3,4,5}}/latest.json
+
+dask.order's priorities depend on Python's string hash seed, which each real run draws afresh
+(both schedulers); the graphs are exported under hash seeds 1-5 and every simulated cell is the
+median of the five runs (their range in brackets), against the median of the real runs.
 
 A fresh benchmark of some configurations (e.g. go-queuing-coassign after a change to co-assignment:
 `scripts/bench.sh --workloads anom-mean,basic-sum,climactic-mean,vorticity --configs go-queuing-coassign --scale 0.5
 --results DIR`) is validated by adding its file last, `--bench {bench} DIR/latest.json`: its records replace those
 of the same workload and configuration (baselines from DIR/timeseries.json). Rebuild bin/dask-go-sim and re-run
-the small sweep first if the engine changed.
+the small sweeps first if the engine changed.
 """
 
 
@@ -234,7 +251,10 @@ def main(argv=None):
     ap.add_argument("--bench", type=Path, nargs="+",
                     default=[HERE / "results" / "calibration" / "records.json"])
     ap.add_argument("--timeseries", type=Path, nargs="*", default=[])
-    ap.add_argument("--sim", type=Path, default=HERE / "results" / "small" / "latest.json")
+    ap.add_argument("--sim", type=Path, nargs="+", default=[HERE / "results" / "small" / "latest.json"],
+                    help="simulated small-scale records; with several (e.g. one sweep per hash seed of the "
+                         "graphs, results/small-seeds/N/latest.json) each cell is their median, and their range "
+                         "is shown")
     ap.add_argument("--workers", type=int, default=4, help="cluster size of the benchmark runs")
     ap.add_argument("--max-foreign", type=float, default=0.10,
                     help="leave out runs where other processes took more than this share of the 2 cores")
@@ -248,19 +268,21 @@ def main(argv=None):
     measured = merge_bench(args.bench)
     old_builds = newest_binary(measured, {c for c in args.newest_binary.split(",") if c})
     series = merge_series(args.bench, args.timeseries)
-    sim = load(args.sim) or []
-    simulated = {(r["workload"], r["mode"]): r for r in sim
-                 if r.get("scale") == "small" and r.get("n_workers") == args.workers and "error" not in r}
+    simulated = defaultdict(list)
+    for path in args.sim:
+        for r in load(path) or []:
+            if r.get("scale") == "small" and r.get("n_workers") == args.workers and "error" not in r:
+                simulated[(r["workload"], r["mode"])].append(r)
     rows = rows_for(measured, simulated, series, args.max_foreign)
     rel = lambda p: str(p.relative_to(ROOT)) if p.is_absolute() and ROOT in p.parents else str(p)  # noqa: E731
     lines = [HEADER.format(bench=" ".join(rel(p) for p in args.bench))]
     if not rows:
         lines.append(f"Pending: no benchmark record in {', '.join(map(str, args.bench))} matches a simulated "
-                     f"small-scale run in {args.sim}.")
+                     f"small-scale run in {', '.join(map(str, args.sim))}.")
         args.out.write_text("\n".join(lines) + "\n")
         print("\n".join(lines))
         return
-    s0 = next(iter(simulated.values()))
+    s0 = next(iter(simulated.values()))[0]
     dropped = sum(r["dropped"] for r in rows.values())
     lines += [
         f"Real: {', '.join(rel(p) for p in args.bench)}: 4 stock workers × 1 thread × 1 GiB on this 2-core "
@@ -269,7 +291,9 @@ def main(argv=None):
            if old_builds else "")
         + (f" ({dropped} runs left out: other processes took more than {args.max_foreign:.0%} of the machine's CPU"
            " during them, shown as (-n))" if dropped else "") + ". "
-        f"Simulated: {rel(args.sim)} (cores {s0.get('cores', 0)}, calibration "
+        f"Simulated: {', '.join(rel(p) for p in args.sim)}"
+        + (" (each cell the median of these runs, their range in brackets)" if len(args.sim) > 1 else "")
+        + f" (cores {s0.get('cores', 0)}, calibration "
         f"{s0.get('calibration') or 'none'}). Peak memory: the workers' summed RSS above their idle start "
         "(the first sample of the run) against the simulated cluster peak. "
         "Ranks: 1 = smallest; `=m` marks a real tie with mode m (ranges overlap), under which either simulated "
