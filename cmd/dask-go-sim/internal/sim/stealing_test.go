@@ -12,7 +12,7 @@ func seedGraph(t *testing.T, name string) *Graph {
 	t.Helper()
 	g, err := LoadGraph(filepath.Join("..", "..", "..", "..", "scripts", "sim", "graphs", name+".jsonl.gz"))
 	if err != nil {
-		t.Skipf("seed graph %s: %v", name, err)
+		t.Fatalf("seed graph %s (committed under scripts/sim/graphs; re-export with scripts/export-graph.py): %v", name, err)
 	}
 	return g
 }
