@@ -29,17 +29,20 @@ from workloads import WORKLOADS, Context  # noqa: E402
 
 
 def held_by_prefix(dask_worker) -> dict:
-    """prefix -> [keys in memory, their bytes, tasks executing] on one worker."""
+    """prefix -> [keys in memory, their bytes, tasks executing, keys in
+    memory that were fetched (replicas: the worker has no run_spec for
+    them)] on one worker."""
     from distributed.utils import key_split
 
     out: dict[str, list] = {}
     for ts in list(dask_worker.state.tasks.values()):
         if ts.state not in ("memory", "executing", "long-running"):
             continue
-        row = out.setdefault(key_split(ts.key), [0, 0, 0])
+        row = out.setdefault(key_split(ts.key), [0, 0, 0, 0])
         if ts.state == "memory":
             row[0] += 1
             row[1] += ts.nbytes or 0
+            row[3] += ts.run_spec is None
         else:
             row[2] += 1
     return out
@@ -125,15 +128,15 @@ def summarize(run: dict, top: int = 6) -> str:
     by: dict[str, list] = {}
     for w in best["workers"].values():
         for p, row in w.items():
-            acc = by.setdefault(p, [0, 0, 0])
-            for i in range(3):
-                acc[i] += row[i]
+            acc = by.setdefault(p, [0, 0, 0, 0])
+            for i, v in enumerate(row):  # traces written before the fetched column have 3
+                acc[i] += v
     per_worker = [sum(row[1] for row in w.values()) / 2**20 for w in best["workers"].values()]
     lines = [f"{run['configuration']}: wall {run['wall_s']:.1f} s; idle worker-samples {idle_share(run):.0%}; "
              f"most bytes in memory at t={best['t']} s: "
              f"{best_bytes / 2**30:.2f} GiB, per worker MiB {[round(x) for x in per_worker]}"]
-    for p, (n, b, ex) in sorted(by.items(), key=lambda kv: -kv[1][1])[:top]:
-        lines.append(f"    {p:28} {n:5} keys {b / 2**20:8.0f} MiB  executing {ex}")
+    for p, (n, b, ex, fetched) in sorted(by.items(), key=lambda kv: -kv[1][1])[:top]:
+        lines.append(f"    {p:28} {n:5} keys ({fetched} fetched) {b / 2**20:8.0f} MiB  executing {ex}")
     return "\n".join(lines)
 
 
