@@ -57,12 +57,13 @@ def load(path):
         return None
 
 
-def merge_bench(paths):
+def merge_bench(paths, pool=()):
     """Records of every file; a later file's (workload, configuration)
-    replaces the earlier files' records of it. Each record remembers its
-    file (for its timeseries)."""
+    replaces the earlier files' records of it, except that the files in
+    pool add theirs (more runs of the same build). Each record remembers
+    its file (for its timeseries)."""
     merged: dict[tuple, list] = {}
-    for p in paths:
+    for p in [*paths, *pool]:
         recs = load(p)
         if recs is None:
             raise SystemExit(f"validate: {p} does not exist")
@@ -70,7 +71,11 @@ def merge_bench(paths):
         for r in recs:
             if r.get("configuration") in PAIRS and "wall_s" in r and r.get("ok", True):
                 fresh[(r["workload"], r["configuration"])].append({**r, "_file": str(p)})
-        merged.update(fresh)
+        if p in pool:
+            for k, v in fresh.items():
+                merged.setdefault(k, []).extend(v)
+        else:
+            merged.update(fresh)
     return merged
 
 
@@ -231,7 +236,7 @@ Regenerate (scripts/sim/README.md, Validation, has the full sequence incl. the f
           -workloads anom-mean,basic-sum,climactic-mean,vorticity -results $r
       bin/dask-go-sim report -results $r
     done
-    .venv/bin/python scripts/sim/validate.py --bench {bench} \\
+    .venv/bin/python scripts/sim/validate.py --bench {bench}{pool} \\
         --sim scripts/sim/results/small/latest.json scripts/sim/results/small-seeds/{{2,3,4,5}}/latest.json
 
 dask.order's priorities depend on Python's string hash seed, which each real run draws afresh
@@ -250,6 +255,9 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bench", type=Path, nargs="+",
                     default=[HERE / "results" / "calibration" / "records.json"])
+    ap.add_argument("--pool", type=Path, nargs="*", default=[],
+                    help="benchmark files whose runs are added to those of --bench (more repetitions of the "
+                         "same build), not substituted for them")
     ap.add_argument("--timeseries", type=Path, nargs="*", default=[])
     ap.add_argument("--sim", type=Path, nargs="+", default=[HERE / "results" / "small" / "latest.json"],
                     help="simulated small-scale records; with several (e.g. one sweep per hash seed of the "
@@ -265,9 +273,9 @@ def main(argv=None):
     ap.add_argument("--notes", type=Path, default=HERE / "results" / "validation-notes.md",
                     help="hand-written findings appended to the output (the misses and their causes), if it exists")
     args = ap.parse_args(argv)
-    measured = merge_bench(args.bench)
+    measured = merge_bench(args.bench, args.pool)
     old_builds = newest_binary(measured, {c for c in args.newest_binary.split(",") if c})
-    series = merge_series(args.bench, args.timeseries)
+    series = merge_series([*args.bench, *args.pool], args.timeseries)
     simulated = defaultdict(list)
     for path in args.sim:
         for r in load(path) or []:
@@ -275,7 +283,9 @@ def main(argv=None):
                 simulated[(r["workload"], r["mode"])].append(r)
     rows = rows_for(measured, simulated, series, args.max_foreign)
     rel = lambda p: str(p.relative_to(ROOT)) if p.is_absolute() and ROOT in p.parents else str(p)  # noqa: E731
-    lines = [HEADER.format(bench=" ".join(rel(p) for p in args.bench))]
+    lines = [HEADER.format(bench=" ".join(rel(p) for p in args.bench),
+                           pool="".join(f" --pool {rel(p)}" for p in args.pool[:1])
+                           + "".join(f" {rel(p)}" for p in args.pool[1:]))]
     if not rows:
         lines.append(f"Pending: no benchmark record in {', '.join(map(str, args.bench))} matches a simulated "
                      f"small-scale run in {', '.join(map(str, args.sim))}.")
@@ -285,7 +295,9 @@ def main(argv=None):
     s0 = next(iter(simulated.values()))[0]
     dropped = sum(r["dropped"] for r in rows.values())
     lines += [
-        f"Real: {', '.join(rel(p) for p in args.bench)}: 4 stock workers × 1 thread × 1 GiB on this 2-core "
+        f"Real: {', '.join(rel(p) for p in args.bench)}"
+        + (f" with the runs of {', '.join(rel(p) for p in args.pool)} added" if args.pool else "")
+        + ": 4 stock workers × 1 thread × 1 GiB on this 2-core "
         f"machine, bench scale 0.5; median and range (min–max) of the runs"
         + (f" ({old_builds} runs of {args.newest_binary} made with an older scheduler build left out)"
            if old_builds else "")
