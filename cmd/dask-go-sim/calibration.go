@@ -21,6 +21,13 @@ type calibration struct {
 		ReceiveEarly       *bool    `json:"receive_early"`
 		WorkerUnmanaged    *int64   `json:"worker_unmanaged_bytes"`
 		WorkerIdle         *int64   `json:"worker_idle_bytes"`
+		// EngineBandwidth: the mean throughput of the traced workers'
+		// transfers over 1 MB, which stock workers average into the
+		// bandwidth their heartbeats report and the scheduler places tasks
+		// by. With -cores transfers are CPU work and -bandwidth feeds only
+		// the engine's estimate, so there it becomes -bandwidth; without
+		// -cores -bandwidth is the simulated links' and stays as given.
+		EngineBandwidth *float64 `json:"engine_bandwidth_bytes_s"`
 	} `json:"sim"`
 }
 
@@ -53,6 +60,9 @@ func (c *calibration) apply(cf *clusterFlags, set map[string]bool) {
 	}
 	if s.WorkerUnmanaged != nil && !set["worker-unmanaged"] {
 		cf.workerUnmanaged = fmt.Sprint(*s.WorkerUnmanaged)
+	}
+	if s.EngineBandwidth != nil && *s.EngineBandwidth > 0 && cf.cores > 0 && !set["bandwidth"] {
+		cf.bandwidth = *s.EngineBandwidth
 	}
 	if s.WorkerIdle != nil && !set["worker-idle"] {
 		cf.workerIdle = fmt.Sprint(*s.WorkerIdle)

@@ -264,6 +264,17 @@ def transfer_wait(runs, tiny=64 * 1024):
     return {"median_s": statistics.median(d) if d else 0.0, "transfers": len(d)}
 
 
+def transfer_bandwidth(runs, large=1_000_000):
+    """The mean bytes per second of transfers over 1 MB: what a stock worker
+    averages into its bandwidth estimate (Worker._update_metrics_received_data,
+    an EWMA over those transfers) and reports in its heartbeats, from which
+    the scheduler estimates transfer times when it places tasks."""
+    bw = [t["total"] / max(0.001, t["stop"] - t["start"]) for r in runs for w in r["workers"].values()
+          for t in w["transfers"] if t["total"] > large]
+    return {"mean_bytes_s": statistics.fmean(bw) if bw else 0.0,
+            "median_bytes_s": statistics.median(bw) if bw else 0.0, "transfers": len(bw)}
+
+
 # ---- memory beyond managed data ------------------------------------------------
 
 def memory_samples(run):
@@ -394,6 +405,7 @@ def main(argv=None):
     over = overhead_fit(feats)
     mem = memory_terms(clean)
     wait = transfer_wait(clean or runs)
+    bandwidth = transfer_bandwidth(clean or runs)
     doc = {
         "command": " ".join(["scripts/sim/calibrate.py", *(argv if argv is not None else sys.argv[1:])]),
         "runs": [r["path"] for r in runs], "runs_for_task_costs": [r["path"] for r in cost_runs],
@@ -405,8 +417,9 @@ def main(argv=None):
                 "transfer_wait_s": wait["median_s"],
                 "receive_early": mem["in_flight_slope"] > 0.5,
                 "worker_unmanaged_bytes": int(max(0, mem["quiet_unmanaged_median"])),
-                "worker_idle_bytes": int(mem["idle_rss_median"])},
-        "evidence": {"overhead_fit": over, "memory": mem, "tiny_transfers": wait, "per_run": feats,
+                "worker_idle_bytes": int(mem["idle_rss_median"]),
+                "engine_bandwidth_bytes_s": round(bandwidth["mean_bytes_s"])},
+        "evidence": {"overhead_fit": over, "memory": mem, "tiny_transfers": wait, "large_transfers": bandwidth, "per_run": feats,
                      "at_peak": {r["path"]: at_peak(r) for r in runs}},
     }
     args.out.write_text(json.dumps(doc, indent=1) + "\n")
