@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"slices"
-	"strconv"
 
 	"daskgo/protocol"
 )
@@ -83,7 +82,7 @@ func (s *State) reduceReplicas() {
 	if len(order) == 0 {
 		return
 	}
-	sid := "active_memory_manager-" + strconv.FormatFloat(s.unixNow(), 'f', -1, 64)
+	sid := s.sid("active_memory_manager")
 	for _, ws := range order {
 		keys := make([]protocol.Key, len(drops[ws]))
 		for i, ts := range drops[ws] {

@@ -112,23 +112,31 @@ func (c *clusterFlags) config(workers int, mode string) (sim.Config, error) {
 	if err != nil {
 		return sim.Config{}, err
 	}
-	var unmanaged int64
-	if c.workerUnmanaged != "0" && c.workerUnmanaged != "" {
-		if unmanaged, err = parseBytes(c.workerUnmanaged); err != nil {
-			return sim.Config{}, fmt.Errorf("-worker-unmanaged: %w", err)
-		}
+	unmanaged, err := optBytes("worker-unmanaged", c.workerUnmanaged)
+	if err != nil {
+		return sim.Config{}, err
 	}
-	var idle int64
-	if c.workerIdle != "0" && c.workerIdle != "" {
-		if idle, err = parseBytes(c.workerIdle); err != nil {
-			return sim.Config{}, fmt.Errorf("-worker-idle: %w", err)
-		}
+	idle, err := optBytes("worker-idle", c.workerIdle)
+	if err != nil {
+		return sim.Config{}, err
 	}
 	return sim.Config{Workers: workers, Threads: c.threads, MemoryLimit: mem, Bandwidth: c.bandwidth,
 		Latency: c.latency, Mode: mode, Seed: c.seed, Validate: c.validate, NoAMM: c.noAMM, AMMInterval: c.ammInterval, NoSpill: c.noSpill,
 		Cores: c.cores, TaskOverhead: c.taskOverhead, DurationSpread: c.durationSpread, TransferCPU: c.transferCPU,
 		TransferCPUPerByte: c.transferCPUPerByte, TransferWait: c.transferWait, Calibration: c.calibration,
 		Mem: sim.MemoryModel{ReceiveEarly: c.receiveEarly, WorkerUnmanaged: unmanaged, WorkerIdle: idle}}, nil
+}
+
+// optBytes parses a byte-size flag whose "0" or empty value means none.
+func optBytes(flag, v string) (int64, error) {
+	if v == "0" || v == "" {
+		return 0, nil
+	}
+	n, err := parseBytes(v)
+	if err != nil {
+		return 0, fmt.Errorf("-%s: %w", flag, err)
+	}
+	return n, nil
 }
 
 func cmdRun(args []string) error {

@@ -16,12 +16,15 @@ itself (-cores). Compare with the simulator's -duration-spread.
 from __future__ import annotations
 
 import argparse
-import glob
-import gzip
-import json
 import math
 import statistics
+import sys
 from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from calibrate import load_traces  # noqa: E402
 
 
 def main(argv=None):
@@ -30,13 +33,12 @@ def main(argv=None):
     ap.add_argument("--min-tasks", type=int, default=10, help="prefixes with fewer tasks in a run are skipped")
     args = ap.parse_args(argv)
     acc = defaultdict(list)  # (workload, config, prefix) -> [(sigma, n, seconds, median)]
-    for path in sorted(glob.glob(args.traces)):
-        run = json.load(gzip.open(path))
+    for run in load_traces(args.traces):
         rec = run["record"]
         by = defaultdict(list)
         for w in run["workers"].values():
             for prefix, t0, t1, *_ in w["tasks"]:
-                if t1 - t0 > 1e-4:
+                if t0 is not None and t1 - t0 > 1e-4:
                     by[prefix].append(t1 - t0)
         for prefix, ds in by.items():
             if len(ds) >= args.min_tasks:

@@ -129,9 +129,6 @@ func (s *Sim) spill(w *worker) int64 {
 			d += w.addMem(e)
 		}
 	}
-	if d != 0 {
-		w.spilledBytes -= d
-		s.spilledBytes -= d
-	}
+	s.spilledBytes -= d
 	return d
 }

@@ -28,8 +28,7 @@ type worker struct {
 	ready     readyHeap
 	// keys: the data held (results and fetched replicas), in memory or
 	// spilled (spill.go).
-	keys         spillBuffer
-	spilledBytes int64 // bytes spilled over the run
+	keys spillBuffer
 
 	mem, peak int64 // data, transient memory of executing tasks, MemoryModel terms
 	overLimit bool  // mem exceeded limit at some point
