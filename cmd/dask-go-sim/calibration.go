@@ -28,6 +28,9 @@ type calibration struct {
 		// the engine's estimate, so there it becomes -bandwidth; without
 		// -cores -bandwidth is the simulated links' and stays as given.
 		EngineBandwidth *float64 `json:"engine_bandwidth_bytes_s"`
+		// WorkerSpeedSpread: how much the traced workers of one run
+		// differed in speed (calibrate.py worker_speed).
+		WorkerSpeedSpread *float64 `json:"worker_speed_spread"`
 	} `json:"sim"`
 }
 
@@ -55,6 +58,7 @@ func (c *calibration) apply(cf *clusterFlags, set map[string]bool) {
 	setF("transfer-cpu", &cf.transferCPU, s.TransferCPUS)
 	setF("transfer-cpu-per-byte", &cf.transferCPUPerByte, s.TransferCPUPerByte)
 	setF("transfer-wait", &cf.transferWait, s.TransferWaitS)
+	setF("worker-speed-spread", &cf.workerSpeedSpread, s.WorkerSpeedSpread)
 	if s.ReceiveEarly != nil && !set["receive-early"] {
 		cf.receiveEarly = *s.ReceiveEarly
 	}

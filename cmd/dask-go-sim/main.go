@@ -60,13 +60,14 @@ type clusterFlags struct {
 
 	cores                           float64
 	taskOverhead, durationSpread    float64
+	workerSpeedSpread               float64
 	transferCPU, transferCPUPerByte float64
 	transferWait                    float64
 	receiveEarly                    bool
 	workerUnmanaged                 string
 	calibration                     string
-	noAMM, noSpill                  bool
-	ammInterval                     float64
+	noAMM, noSpill, noGIL           bool
+	ammInterval, monitorInterval    float64
 	workerIdle                      string
 }
 
@@ -79,8 +80,11 @@ func (c *clusterFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.validate, "validate", false, "engine invariant checks after every step (slow)")
 	fs.Float64Var(&c.cores, "cores", 0, "cores shared by all executing tasks and transfers of the cluster "+
 		"(processor sharing; 0: a core per thread)")
+	fs.BoolVar(&c.noGIL, "no-gil", false, "with -cores: every transfer a share of the cores of its own "+
+		"(by default a worker's transfers take turns with its tasks, as under one interpreter lock)")
 	fs.Float64Var(&c.taskOverhead, "task-overhead", 0, "seconds of worker work added to every task")
 	fs.Float64Var(&c.durationSpread, "duration-spread", 0, "sigma of a log-normal factor (mean 1) on every execution's duration")
+	fs.Float64Var(&c.workerSpeedSpread, "worker-speed-spread", 0, "sigma of a log-normal factor (mean 1) on all the work of each worker, drawn once per worker")
 	fs.Float64Var(&c.transferCPU, "transfer-cpu", 0, "with -cores: CPU seconds per transfer")
 	fs.Float64Var(&c.transferCPUPerByte, "transfer-cpu-per-byte", 0, "with -cores: CPU seconds per byte transferred")
 	fs.Float64Var(&c.transferWait, "transfer-wait", 0, "with -cores: seconds each transfer waits besides its CPU work")
@@ -88,10 +92,11 @@ func (c *clusterFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.workerUnmanaged, "worker-unmanaged", "0", "unmanaged bytes a worker grows by once it runs tasks")
 	fs.BoolVar(&c.noSpill, "no-spill", false, "workers never spill to disk (they do by default, at distributed's thresholds)")
 	fs.StringVar(&c.workerIdle, "worker-idle", "0", "an idle worker's memory, which its spill threshold counts")
+	fs.Float64Var(&c.monitorInterval, "monitor-interval", 0.1, "seconds between two checks of a worker's memory monitor")
 	fs.BoolVar(&c.noAMM, "no-amm", false, "active memory manager off (on by default, as in distributed)")
 	fs.Float64Var(&c.ammInterval, "amm-interval", 2, "seconds between active memory manager cycles")
 	fs.StringVar(&c.calibration, "calibration", "", "calibration.json (scripts/sim/calibrate.py): defaults for "+
-		"-task-overhead, -transfer-cpu*, -transfer-wait, -receive-early, -worker-unmanaged, -worker-idle")
+		"-task-overhead, -transfer-cpu*, -transfer-wait, -receive-early, -worker-unmanaged, -worker-idle, -worker-speed-spread")
 }
 
 // resolve applies the calibration file, if any, under the explicit flags.
@@ -121,8 +126,9 @@ func (c *clusterFlags) config(workers int, mode string) (sim.Config, error) {
 		return sim.Config{}, err
 	}
 	return sim.Config{Workers: workers, Threads: c.threads, MemoryLimit: mem, Bandwidth: c.bandwidth,
-		Latency: c.latency, Mode: mode, Seed: c.seed, Validate: c.validate, NoAMM: c.noAMM, AMMInterval: c.ammInterval, NoSpill: c.noSpill,
-		Cores: c.cores, TaskOverhead: c.taskOverhead, DurationSpread: c.durationSpread, TransferCPU: c.transferCPU,
+		Latency: c.latency, Mode: mode, Seed: c.seed, Validate: c.validate, NoAMM: c.noAMM, AMMInterval: c.ammInterval, NoSpill: c.noSpill, NoGIL: c.noGIL,
+		MonitorInterval: c.monitorInterval, Cores: c.cores, TaskOverhead: c.taskOverhead, DurationSpread: c.durationSpread,
+		WorkerSpeedSpread: c.workerSpeedSpread, TransferCPU: c.transferCPU,
 		TransferCPUPerByte: c.transferCPUPerByte, TransferWait: c.transferWait, Calibration: c.calibration,
 		Mem: sim.MemoryModel{ReceiveEarly: c.receiveEarly, WorkerUnmanaged: unmanaged, WorkerIdle: idle}}, nil
 }

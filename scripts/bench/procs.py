@@ -51,6 +51,7 @@ DIAGNOSTIC_CONFIGS: dict[str, tuple[str, dict[str, str]]] = {
     "py-queuing-nosteal": ("py", {SATURATION: "1.1", "DASK_DISTRIBUTED__SCHEDULER__WORK_STEALING": "False"}),
     "py-noqueue-nosteal": ("py", {SATURATION: "inf", "DASK_DISTRIBUTED__SCHEDULER__WORK_STEALING": "False"}),
     "go-queuing-nosteal": ("go", {SATURATION: "1.1", "DASK_DISTRIBUTED__SCHEDULER__WORK_STEALING": "False"}),
+    "go-noqueue-nosteal": ("go", {SATURATION: "inf", "DASK_DISTRIBUTED__SCHEDULER__WORK_STEALING": "False"}),
     "go-queuing-coassign-nosteal": ("go", {SATURATION: "1.1", COASSIGN: "True",
                                            "DASK_DISTRIBUTED__SCHEDULER__WORK_STEALING": "False"}),
 }

@@ -44,6 +44,7 @@ import bisect
 import glob
 import gzip
 import json
+import math
 import statistics
 import sys
 from collections import defaultdict
@@ -275,6 +276,40 @@ def transfer_bandwidth(runs, large=1_000_000):
             "median_bytes_s": statistics.median(bw) if bw else 0.0, "transfers": len(bw)}
 
 
+def worker_speed(runs, min_task_s=0.001):
+    """How much the workers of one run differ in speed: per worker, its
+    tasks' wall time over what the same tasks take at the run's median per
+    prefix (tasks of prefixes whose median is under 1 ms left out: their
+    wall time is mostly the event loop's). One worker runs persistently
+    faster or slower than another on the shared cores (the four processes
+    do not get equal shares of the two), which in runs without withholding
+    lets the workers drift apart, so that a consumer's inputs computed on
+    two of them wait for each other. The spread is the standard deviation
+    of log(factor) about its run's mean, pooled over the runs (n - 1 per
+    run)."""
+    dev, dof, per_run = 0.0, 0, {}
+    for r in runs:
+        walls = defaultdict(list)
+        for w in r["workers"].values():
+            for p, c0, c1, *_ in w["tasks"]:
+                if c0 is not None and c1 > c0:
+                    walls[p].append(c1 - c0)
+        med = {p: statistics.median(v) for p, v in walls.items()}
+        logs = []
+        for w in r["workers"].values():
+            num = sum(c1 - c0 for p, c0, c1, *_ in w["tasks"] if c0 is not None and c1 > c0 and med[p] > min_task_s)
+            den = sum(med[p] for p, c0, c1, *_ in w["tasks"] if c0 is not None and c1 > c0 and med[p] > min_task_s)
+            if num > 0 and den > 0:
+                logs.append(math.log(num / den))
+        if len(logs) < 2:
+            continue
+        mean = statistics.fmean(logs)
+        dev += sum((x - mean) ** 2 for x in logs)
+        dof += len(logs) - 1
+        per_run[r["path"]] = [round(math.exp(x - mean), 3) for x in logs]
+    return {"sigma": math.sqrt(dev / dof) if dof else 0.0, "runs": len(per_run), "factors": per_run}
+
+
 # ---- memory beyond managed data ------------------------------------------------
 
 def memory_samples(run):
@@ -406,6 +441,7 @@ def main(argv=None):
     mem = memory_terms(clean)
     wait = transfer_wait(clean or runs)
     bandwidth = transfer_bandwidth(clean or runs)
+    speed = worker_speed(clean or runs)
     doc = {
         "command": " ".join(["scripts/sim/calibrate.py", *(argv if argv is not None else sys.argv[1:])]),
         "runs": [r["path"] for r in runs], "runs_for_task_costs": [r["path"] for r in cost_runs],
@@ -418,8 +454,10 @@ def main(argv=None):
                 "receive_early": mem["in_flight_slope"] > 0.5,
                 "worker_unmanaged_bytes": int(max(0, mem["quiet_unmanaged_median"])),
                 "worker_idle_bytes": int(mem["idle_rss_median"]),
-                "engine_bandwidth_bytes_s": round(bandwidth["mean_bytes_s"])},
-        "evidence": {"overhead_fit": over, "memory": mem, "tiny_transfers": wait, "large_transfers": bandwidth, "per_run": feats,
+                "engine_bandwidth_bytes_s": round(bandwidth["mean_bytes_s"]),
+                "worker_speed_spread": round(speed["sigma"], 4)},
+        "evidence": {"overhead_fit": over, "memory": mem, "tiny_transfers": wait, "large_transfers": bandwidth,
+                     "worker_speed": speed, "per_run": feats,
                      "at_peak": {r["path"]: at_peak(r) for r in runs}},
     }
     args.out.write_text(json.dumps(doc, indent=1) + "\n")

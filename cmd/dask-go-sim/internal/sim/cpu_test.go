@@ -10,7 +10,7 @@ import (
 // CPU each), and the long one, alone for its last second, at t=3. A job
 // started at t=2.5 on two cores beside it runs at full speed.
 func TestCPUProcessorSharing(t *testing.T) {
-	c := newCPU(1)
+	c := newCPU(1, false)
 	c.start(0, 1, cpuJob{task: 1})
 	c.start(0, 2, cpuJob{task: 2})
 	at, ok := c.next()
@@ -25,7 +25,7 @@ func TestCPUProcessorSharing(t *testing.T) {
 		t.Fatalf("second finish at %v, want 3", at)
 	}
 
-	c = newCPU(2)
+	c = newCPU(2, false)
 	c.start(0, 2, cpuJob{task: 1})
 	c.start(0, 2, cpuJob{task: 2})
 	c.start(1, 0.5, cpuJob{task: 3}) // three jobs on two cores: 2/3 each from t=1
@@ -74,11 +74,13 @@ func TestTaskOverhead(t *testing.T) {
 }
 
 // With shared cores a transfer is CPU work: once the 1 s tasks are done,
-// only the sum's inputs move, all at once on the 2 cores, so the makespan
-// grows by the transferred bytes' CPU seconds / 2 (plus the wait).
+// only the sum's inputs move, all at once; each its own share of the 2
+// cores without the interpreter lock, so the makespan grows by the
+// transferred bytes' CPU seconds / 2 (plus the wait); with it they take
+// turns on their destination's one share: CPU seconds / 1.
 func TestTransferCPUOnSharedCores(t *testing.T) {
 	g := mustSynthetic(t, "indep:8")
-	base := Config{Workers: 4, Threads: 1, Mode: "withholding", Cores: 2}
+	base := Config{Workers: 4, Threads: 1, Mode: "withholding", Cores: 2, NoGIL: true}
 	free := mustRun(t, g, base)
 	costly := base
 	costly.TransferCPUPerByte = 1.0 / (1 << 20) // 1 s of CPU per MiB
@@ -92,5 +94,49 @@ func TestTransferCPUOnSharedCores(t *testing.T) {
 	if math.Abs(r.MakespanS-want) > 0.05 {
 		t.Errorf("makespan %.3f s, want %.3f (%.3f + %.0f s of transfer CPU on 2 cores + 0.25 s wait)",
 			r.MakespanS, want, free.MakespanS, cpuS)
+	}
+	costly.NoGIL = false
+	gil := mustRun(t, g, costly)
+	if want := free.MakespanS + cpuS + 0.25; gil.TransferredBytes != r.TransferredBytes || math.Abs(gil.MakespanS-want) > 0.05 {
+		t.Errorf("with the lock: makespan %.3f s (%d bytes moved), want %.3f (the transfers on one share)",
+			gil.MakespanS, gil.TransferredBytes, want)
+	}
+}
+
+// Under the interpreter lock the cores are divided among the workers'
+// shares (their executing tasks, at least one each), and a worker's
+// transfers take turns with its tasks: on 2 cores, worker 0 with a task and
+// a transfer and worker 1 with a task hold 2 shares, so worker 1's task
+// runs at full speed and worker 0's jobs at half; without the lock the
+// three jobs run at 2/3 each.
+func TestCPUInterpreterLock(t *testing.T) {
+	for _, c := range []struct {
+		gil              bool
+		w0Task, transfer float64 // finish times
+		w1Task           float64
+	}{
+		{gil: true, w0Task: 2, transfer: 2, w1Task: 1},
+		{gil: false, w0Task: 1.5, transfer: 1.5, w1Task: 1.5},
+	} {
+		cp := newCPU(2, c.gil)
+		cp.start(0, 1, cpuJob{w: 0, task: 1})
+		cp.start(0, 1, cpuJob{w: 0, task: 2, transfer: true})
+		cp.start(0, 1, cpuJob{w: 1, task: 3})
+		got := map[int32]float64{}
+		for len(got) < 3 {
+			at, ok := cp.next()
+			if !ok {
+				t.Fatalf("gil %v: jobs left %v", c.gil, got)
+			}
+			for _, j := range cp.finished(at) {
+				got[j.task] = at
+			}
+		}
+		want := map[int32]float64{1: c.w0Task, 2: c.transfer, 3: c.w1Task}
+		for k, v := range want {
+			if math.Abs(got[k]-v) > 1e-9 {
+				t.Errorf("gil %v: job %d ends at %v, want %v", c.gil, k, got[k], v)
+			}
+		}
 	}
 }

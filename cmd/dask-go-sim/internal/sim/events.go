@@ -26,6 +26,10 @@ const (
 	evStealTick
 	// evAMMTick: the active memory manager's period (unless Config.NoAMM).
 	evAMMTick
+	// evMemoryMonitor: worker w's memory monitor (unless Config.NoSpill).
+	evMemoryMonitor
+	// evSample: a sample of the cluster's memory (Config.SampleInterval).
+	evSample
 	// evCPU: the earliest finish on the shared cores (Config.Cores); run
 	// holds the cpu generation it was computed for, stale ones are skipped.
 	evCPU

@@ -12,19 +12,23 @@ type Result struct {
 	NTasks                 int     `json:"n_tasks"`
 	MakespanS              float64 `json:"makespan_s"`
 	PeakClusterMemoryBytes int64   `json:"peak_cluster_memory_bytes"`
-	PeakWorkerMemoryBytes  int64   `json:"peak_worker_memory_bytes"`
-	TransferredBytes       int64   `json:"transferred_bytes"`
-	EngineCPUS             float64 `json:"engine_cpu_s"`
-	EngineCPUUsPerTask     float64 `json:"engine_cpu_us_per_task"`
-	EngineHandles          int64   `json:"engine_handles"`
-	SimWallS               float64 `json:"sim_wall_s"`
-	WorkersOverLimit       int     `json:"workers_over_limit"`
-	MemoryLimitBytes       int64   `json:"memory_limit_bytes"`
-	BandwidthBytesS        float64 `json:"bandwidth_bytes_s"`
-	LatencyS               float64 `json:"latency_s"`
-	Seed                   uint64  `json:"seed"`
-	DataBytes              int64   `json:"data_bytes"`
-	EngineLogs             int     `json:"engine_logs"`
+	// PeakClusterSampledBytes: the peak as the benchmark measures one, the
+	// largest of the cluster's memory sampled every Config.SampleInterval
+	// (PeakClusterMemoryBytes also counts what lasts between two samples).
+	PeakClusterSampledBytes int64   `json:"peak_cluster_sampled_bytes"`
+	PeakWorkerMemoryBytes   int64   `json:"peak_worker_memory_bytes"`
+	TransferredBytes        int64   `json:"transferred_bytes"`
+	EngineCPUS              float64 `json:"engine_cpu_s"`
+	EngineCPUUsPerTask      float64 `json:"engine_cpu_us_per_task"`
+	EngineHandles           int64   `json:"engine_handles"`
+	SimWallS                float64 `json:"sim_wall_s"`
+	WorkersOverLimit        int     `json:"workers_over_limit"`
+	MemoryLimitBytes        int64   `json:"memory_limit_bytes"`
+	BandwidthBytesS         float64 `json:"bandwidth_bytes_s"`
+	LatencyS                float64 `json:"latency_s"`
+	Seed                    uint64  `json:"seed"`
+	DataBytes               int64   `json:"data_bytes"`
+	EngineLogs              int     `json:"engine_logs"`
 	// LeakedBytes is memory still held once the client released its
 	// results and every message was delivered: 0 unless something is wrong.
 	LeakedBytes int64 `json:"leaked_bytes"`
@@ -52,6 +56,9 @@ type Result struct {
 	TransferCPUS       float64     `json:"transfer_cpu_s,omitempty"`
 	TransferCPUPerByte float64     `json:"transfer_cpu_s_per_byte,omitempty"`
 	TransferWaitS      float64     `json:"transfer_wait_s,omitempty"`
+	GIL                bool        `json:"gil,omitempty"` // shared cores under the interpreter lock (cpu.go)
+	DurationSpread     float64     `json:"duration_spread,omitempty"`
+	WorkerSpeedSpread  float64     `json:"worker_speed_spread,omitempty"`
 	Memory             MemoryModel `json:"memory_model"`
 	Calibration        string      `json:"calibration,omitempty"`
 }
@@ -59,14 +66,16 @@ type Result struct {
 func (s *Sim) result(wall time.Duration) *Result {
 	r := &Result{Workload: s.g.Workload, Scale: s.g.Scale, NWorkers: s.cfg.Workers,
 		ThreadsPerWorker: s.cfg.Threads, Mode: s.cfg.Mode, NTasks: len(s.g.Tasks),
-		MakespanS: s.makespan, PeakClusterMemoryBytes: s.peakCluster, TransferredBytes: s.transferred,
+		MakespanS: s.makespan, PeakClusterMemoryBytes: s.peakCluster,
+		PeakClusterSampledBytes: s.peakSampled, TransferredBytes: s.transferred,
 		EngineCPUS: s.engineCPU.Seconds(), EngineHandles: s.handles, SimWallS: wall.Seconds(),
 		MemoryLimitBytes: s.cfg.MemoryLimit, BandwidthBytesS: s.cfg.Bandwidth, LatencyS: s.cfg.Latency,
 		Seed: s.cfg.Seed, DataBytes: s.g.DataBytes, EngineLogs: s.engineLogs, LeakedBytes: s.clusterMem,
 		HolderMismatches: s.anomalies, PeakTrace: s.trace,
 		Stealing: s.cfg.Stealing, StealsConfirmed: s.eng.StealStats().Confirmed,
 		Cores: s.cfg.Cores, TaskOverheadS: s.cfg.TaskOverhead, TransferCPUS: s.cfg.TransferCPU,
-		TransferCPUPerByte: s.cfg.TransferCPUPerByte, TransferWaitS: s.cfg.TransferWait, Memory: s.cfg.Mem, Calibration: s.cfg.Calibration}
+		TransferCPUPerByte: s.cfg.TransferCPUPerByte, TransferWaitS: s.cfg.TransferWait,
+		GIL: s.cfg.Cores > 0 && !s.cfg.NoGIL, DurationSpread: s.cfg.DurationSpread, WorkerSpeedSpread: s.cfg.WorkerSpeedSpread, Memory: s.cfg.Mem, Calibration: s.cfg.Calibration}
 	if !s.cfg.NoAMM {
 		r.AMMIntervalS = s.cfg.AMMInterval
 	}

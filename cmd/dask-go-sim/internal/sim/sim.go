@@ -53,10 +53,24 @@ type Config struct {
 	// NoSpill turns the workers' spilling to disk off (spill.go; on, as
 	// stock workers do by default).
 	NoSpill bool
+	// MonitorInterval: seconds between two checks of the workers' memory
+	// monitor (spill.go; default 0.1, distributed's
+	// worker.memory.monitor-interval).
+	MonitorInterval float64
+	// SampleInterval: Result.PeakClusterSampledBytes is the cluster's
+	// memory sampled every this many seconds (default 0.1), as the
+	// benchmark's Sampler (scripts/bench/procs.py) samples the workers'
+	// RSS: the figure to hold against a measured peak.
+	SampleInterval float64
 	// Cores > 0: all executing tasks of the cluster share this many cores
 	// (processor sharing, cpu.go), and a task's Duration is CPU work; 0:
 	// every thread has a core of its own (the full-scale default).
 	Cores float64
+	// NoGIL: with shared cores, every job (task or transfer) is a share of
+	// the cores of its own; by default a worker's transfers share its task
+	// threads' shares, as a stock worker's event loop and task threads
+	// share one interpreter lock (cpu.go).
+	NoGIL bool
 	// TaskOverhead: seconds of work added to every task: the worker's own
 	// per-task cost (its event loop, messages, the result's sizeof),
 	// measured as worker CPU outside task execution.
@@ -77,6 +91,14 @@ type Config struct {
 	// one prefix spread, and the spread breaks the occupancy ties between
 	// workers that identical durations leave to the address order.
 	DurationSpread float64
+	// WorkerSpeedSpread > 0: each worker runs all its tasks this much
+	// slower or faster: its work is multiplied by a log-normal factor of
+	// mean 1 and this sigma, drawn once per worker from Seed. Workers on
+	// shared cores do not run at one speed (scripts/sim/calibrate.py,
+	// worker_speed), and without withholding the difference lets them
+	// drift apart: a consumer whose inputs were computed on two workers
+	// holds the first until the second is done.
+	WorkerSpeedSpread float64
 	// Memory terms beyond task outputs (memory.go).
 	Mem MemoryModel
 	// Calibration names the file the costs came from (recorded only).
@@ -96,28 +118,25 @@ func (c *Config) fill() error {
 	if c.Bandwidth <= 0 {
 		c.Bandwidth = 1e9
 	}
-	if c.Latency < 0 || math.IsNaN(c.Latency) {
-		return fmt.Errorf("sim config: latency %v", c.Latency)
-	}
-	if c.Latency == 0 {
-		c.Latency = 0.001
-	}
-	if c.StealInterval < 0 || math.IsNaN(c.StealInterval) {
-		return fmt.Errorf("sim config: steal interval %v", c.StealInterval)
-	}
-	if c.StealInterval == 0 {
-		c.StealInterval = 1
-	}
-	if c.AMMInterval < 0 || math.IsNaN(c.AMMInterval) {
-		return fmt.Errorf("sim config: AMM interval %v", c.AMMInterval)
-	}
-	if c.AMMInterval == 0 {
-		c.AMMInterval = 2
+	for _, d := range []struct {
+		name string
+		v    *float64
+		def  float64
+	}{
+		{"latency", &c.Latency, 0.001}, {"steal interval", &c.StealInterval, 1}, {"AMM interval", &c.AMMInterval, 2},
+		{"memory monitor interval", &c.MonitorInterval, 0.1}, {"sample interval", &c.SampleInterval, 0.1},
+	} {
+		if *d.v < 0 || math.IsNaN(*d.v) {
+			return fmt.Errorf("sim config: %s %v", d.name, *d.v)
+		}
+		if *d.v == 0 {
+			*d.v = d.def
+		}
 	}
 	if c.Cores < 0 || math.IsNaN(c.Cores) || math.IsInf(c.Cores, 0) {
 		return fmt.Errorf("sim config: cores %v", c.Cores)
 	}
-	for _, v := range []float64{c.TaskOverhead, c.TransferCPU, c.TransferCPUPerByte, c.TransferWait} {
+	for _, v := range []float64{c.TaskOverhead, c.TransferCPU, c.TransferCPUPerByte, c.TransferWait, c.WorkerSpeedSpread} {
 		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
 			return fmt.Errorf("sim config: negative or invalid cost %v", v)
 		}
@@ -171,6 +190,7 @@ type Sim struct {
 	failed    error
 
 	clusterMem, peakCluster int64
+	peakSampled             int64 // the largest clusterMem at a sample (Config.SampleInterval)
 	transferred             int64
 	engineCPU               time.Duration
 	handles                 int64
@@ -178,6 +198,7 @@ type Sim struct {
 	anomalies               int // holder lists that did not match the workers' data
 	replicasDropped         int64
 	spilledBytes            int64
+	ticks                   int // periodic events in the queue (scheduleTick)
 
 	cpu *cpu // Config.Cores > 0: the shared cores; nil: a core per thread
 
@@ -207,7 +228,7 @@ func Run(g *Graph, cfg Config) (*Result, error) {
 		s.index[t.Key] = int32(i)
 	}
 	if cfg.Cores > 0 {
-		s.cpu = newCPU(cfg.Cores)
+		s.cpu = newCPU(cfg.Cores, !cfg.NoGIL)
 	}
 	s.start()
 	for e := s.clk.next(); e != nil && s.failed == nil; e = s.clk.next() {
@@ -233,6 +254,7 @@ func (s *Sim) start() {
 	for i := range s.cfg.Workers {
 		addr := fmt.Sprintf("tcp://10.%d.%d.%d:8000", i>>16&255, i>>8&255, i&255)
 		w := newWorker(int32(i), addr, s.cfg.Threads, s.cfg.MemoryLimit)
+		w.speed = s.workerSpeed(i)
 		s.workers = append(s.workers, w)
 		s.byAddr[addr] = w
 		s.handle(&scheduler.AddWorker{Base: s.base(0), Address: addr, Name: strconv.Itoa(i),
@@ -257,10 +279,20 @@ func (s *Sim) start() {
 	s.handle(&scheduler.GraphMaterialized{Base: s.base(0), RequestID: out.Helper[0].ID,
 		Client: s.client, Tasks: s.graphTasks()})
 	if s.cfg.Stealing {
-		s.clk.schedule(&event{at: s.cfg.StealInterval, kind: evStealTick})
+		s.scheduleTick(evStealTick, 0, s.cfg.StealInterval)
 	}
 	if !s.cfg.NoAMM {
-		s.clk.schedule(&event{at: s.cfg.AMMInterval, kind: evAMMTick})
+		s.scheduleTick(evAMMTick, 0, s.cfg.AMMInterval)
+	}
+	s.scheduleTick(evSample, 0, s.cfg.SampleInterval)
+	if !s.cfg.NoSpill {
+		// Each worker's monitor runs on its own phase, as the periodic
+		// callbacks of processes started apart do: checks in step would
+		// let every worker overshoot at the same instant.
+		for i := range s.workers {
+			phase := s.cfg.MonitorInterval * float64(i+1) / float64(len(s.workers))
+			s.scheduleTick(evMemoryMonitor, int32(i), phase)
+		}
 	}
 }
 
@@ -366,25 +398,41 @@ func (s *Sim) step(e *event) {
 		}
 	case evTransferDone:
 		s.transferDone(s.workers[e.w], e.task)
-	case evStealTick, evAMMTick:
-		s.tick(e.kind)
+	case evStealTick, evAMMTick, evMemoryMonitor, evSample:
+		s.tick(e.kind, e.w)
 	}
 }
 
-// tick sends the engine one of its periodic stimuli and schedules the next
-// while the graph runs; a stuck run (nothing else queued) must still end.
-func (s *Sim) tick(kind eventKind) {
-	var st scheduler.Stimulus
+// tick runs one of the periodic callbacks (the engine's stimuli, worker
+// w's memory monitor) and schedules the next while the graph runs; a stuck
+// run (nothing else queued) must still end.
+func (s *Sim) tick(kind eventKind, w int32) {
 	var every float64
-	if kind == evStealTick {
-		st, every = &scheduler.StealTick{Base: s.base(s.clk.now)}, s.cfg.StealInterval
-	} else {
-		st, every = &scheduler.AMMTick{Base: s.base(s.clk.now)}, s.cfg.AMMInterval
+	switch kind {
+	case evStealTick:
+		s.handle(&scheduler.StealTick{Base: s.base(s.clk.now)})
+		every = s.cfg.StealInterval
+	case evAMMTick:
+		s.handle(&scheduler.AMMTick{Base: s.base(s.clk.now)})
+		every = s.cfg.AMMInterval
+	case evMemoryMonitor:
+		s.monitorMemory(s.workers[w])
+		every = s.cfg.MonitorInterval
+	default:
+		s.peakSampled = max(s.peakSampled, s.clusterMem)
+		every = s.cfg.SampleInterval
 	}
-	s.handle(st)
-	if s.remaining > 0 && len(s.clk.q) > 0 {
-		s.clk.schedule(&event{at: s.clk.now + every, kind: kind})
+	s.ticks--
+	if s.remaining > 0 && len(s.clk.q) > s.ticks {
+		s.scheduleTick(kind, w, s.clk.now+every)
 	}
+}
+
+// scheduleTick queues a periodic callback; Sim.ticks counts them, so that
+// ticks alone (a stuck run) do not keep each other going.
+func (s *Sim) scheduleTick(kind eventKind, w int32, at float64) {
+	s.ticks++
+	s.clk.schedule(&event{at: at, kind: kind, w: w})
 }
 
 // mem changes a worker's memory and tracks the cluster's peak.
@@ -406,12 +454,27 @@ func (s *Sim) mem(w *worker, d int64) {
 func (s *Sim) taskWork(t int32, run int64) float64 {
 	d := s.g.Tasks[t].Duration
 	if sigma := s.cfg.DurationSpread; sigma > 0 && d > 0 {
-		u1 := unitFloat(mix64(s.cfg.Seed ^ uint64(t)<<20 ^ uint64(run)*0xD6E8FEB86659FD93))
-		u2 := unitFloat(mix64(s.cfg.Seed ^ uint64(t)<<20 ^ uint64(run)*0xD6E8FEB86659FD93 ^ 0xA5A5A5A5A5A5A5A5))
-		z := math.Sqrt(-2*math.Log(u1)) * math.Cos(2*math.Pi*u2) // Box-Muller
-		d *= math.Exp(sigma*z - sigma*sigma/2)
+		d *= logNormal(sigma, s.cfg.Seed^uint64(t)<<20^uint64(run)*0xD6E8FEB86659FD93)
 	}
 	return d + s.cfg.TaskOverhead
+}
+
+// workerSpeed is worker i's factor on its tasks' work
+// (Config.WorkerSpeedSpread).
+func (s *Sim) workerSpeed(i int) float64 {
+	if s.cfg.WorkerSpeedSpread <= 0 {
+		return 1
+	}
+	return logNormal(s.cfg.WorkerSpeedSpread, s.cfg.Seed*0x2545F4914F6CDD1D^uint64(i))
+}
+
+// logNormal is a log-normal factor of mean 1 and the given sigma, a pure
+// function of x (Box-Muller on two uniforms hashed from it).
+func logNormal(sigma float64, x uint64) float64 {
+	u1 := unitFloat(mix64(x))
+	u2 := unitFloat(mix64(x ^ 0xA5A5A5A5A5A5A5A5))
+	z := math.Sqrt(-2*math.Log(u1)) * math.Cos(2*math.Pi*u2)
+	return math.Exp(sigma*z - sigma*sigma/2)
 }
 
 // mix64 is splitmix64's finalizer.

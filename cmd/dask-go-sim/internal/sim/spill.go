@@ -14,17 +14,20 @@ import "container/list"
 //   - the worker's SpillBuffer (distributed/spill.py, a zict LRU with
 //     target = 0.60 × memory limit on managed bytes) evicts as soon as the
 //     data held in memory exceeds its target;
-//   - the memory monitor (WorkerMemoryManager._maybe_spill, every 100 ms)
+//   - the memory monitor (WorkerMemoryManager.memory_monitor, a periodic
+//     callback every distributed.worker.memory.monitor-interval, 100 ms)
 //     evicts once process memory exceeds 0.70 × the limit, until it is
 //     back at 0.60 × the limit (hysteresis). Process memory is the idle
 //     worker's (MemoryModel.WorkerIdle) plus what the simulator counts.
+//     Between two checks a worker's memory grows past the threshold
+//     unchecked, as a real worker's does: the cluster's peak counts that
+//     overshoot (Config.MonitorInterval).
 //
 // A spilled key is still held (the scheduler knows nothing of spilling)
 // and comes back into memory when read: as a task's input or as the
-// source of a transfer (SpillBuffer.__getitem__ unspills). The model
-// applies both rules the moment memory grows, before the cluster's peak
-// is taken, and gives spilling and unspilling no time: their disk I/O is
-// not modelled, so a run that spills much is simulated somewhat fast.
+// source of a transfer (SpillBuffer.__getitem__ unspills). Spilling and
+// unspilling take no time: their disk I/O is not modelled, so a run that
+// spills much is simulated somewhat fast.
 const (
 	spillTargetFraction = 0.60
 	spillFraction       = 0.70
@@ -107,19 +110,35 @@ func (b *spillBuffer) evict() (int64, bool) {
 	return -nb, true
 }
 
-// spill applies both rules to w after its memory grew and returns the
-// memory change (≤ 0) for the cluster total.
+// spill applies the SpillBuffer's rule to w after its memory grew and
+// returns the memory change (≤ 0) for the cluster total.
 func (s *Sim) spill(w *worker) int64 {
 	if s.cfg.NoSpill {
 		return 0
 	}
-	limit := float64(w.limit)
-	target := int64(spillTargetFraction * limit)
+	target := int64(spillTargetFraction * float64(w.limit))
 	var d int64
 	for w.keys.fast > target {
 		e, _ := w.keys.evict()
 		d += w.addMem(e)
 	}
+	s.spilledBytes -= d
+	return d
+}
+
+// monitorMemory is one check of w's memory monitor.
+func (s *Sim) monitorMemory(w *worker) {
+	d := s.monitorSpill(w)
+	s.spilledBytes -= d
+	s.clusterMem += d
+}
+
+// monitorSpill is the memory monitor's rule on w: past 70 % of the limit
+// in process memory, evict down to 60 %. It returns the memory change.
+func (s *Sim) monitorSpill(w *worker) int64 {
+	limit := float64(w.limit)
+	target := int64(spillTargetFraction * limit)
+	var d int64
 	if float64(s.cfg.Mem.WorkerIdle+w.mem) > spillFraction*limit {
 		for s.cfg.Mem.WorkerIdle+w.mem > target {
 			e, ok := w.keys.evict()
@@ -129,6 +148,5 @@ func (s *Sim) spill(w *worker) int64 {
 			d += w.addMem(e)
 		}
 	}
-	s.spilledBytes -= d
 	return d
 }

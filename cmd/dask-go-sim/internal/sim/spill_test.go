@@ -82,3 +82,70 @@ func TestSpillingCapsWorkerMemory(t *testing.T) {
 			idle.SpilledBytes, on.SpilledBytes, idle.PeakClusterMemoryBytes, on.PeakClusterMemoryBytes)
 	}
 }
+
+// The memory monitor acts on its interval, as distributed's periodic
+// callback does: between two checks a worker's memory grows past the 70 %
+// threshold, and the longer the interval the further. The SpillBuffer's
+// rule (60 % of the limit in managed bytes) still caps it at once.
+func TestMemoryMonitorActsOnItsInterval(t *testing.T) {
+	g := gatedRoots()
+	cfg := Config{Workers: 4, Threads: 1, MemoryLimit: 32 << 20, Mode: "main", Seed: 1, Validate: true,
+		Mem: MemoryModel{WorkerIdle: 12 << 20}}
+	limit := float64(cfg.MemoryLimit)
+	threshold := int64(spillFraction*limit) - 12<<20 // data above which the monitor spills
+	buffer := int64(spillTargetFraction * limit)     // the SpillBuffer's cap
+	peaks := map[float64]int64{}
+	for _, every := range []float64{0.01, 0.1, 2} {
+		cfg.MonitorInterval = every
+		r := mustRun(t, g, cfg)
+		if r.SpilledBytes == 0 || r.LeakedBytes != 0 {
+			t.Fatalf("interval %v: spilled %d, leaked %d", every, r.SpilledBytes, r.LeakedBytes)
+		}
+		if r.PeakWorkerMemoryBytes > buffer+1<<20 {
+			t.Fatalf("interval %v: a worker peaked at %d, over the SpillBuffer's %d", every, r.PeakWorkerMemoryBytes, buffer)
+		}
+		peaks[every] = r.PeakWorkerMemoryBytes
+	}
+	if peaks[2] <= threshold+2<<20 || peaks[0.01] >= peaks[0.1] || peaks[0.1] >= peaks[2] {
+		t.Fatalf("worker peaks %v against the monitor threshold %d: want the overshoot to grow with the interval",
+			peaks, threshold)
+	}
+}
+
+// Periodic events alone (the memory monitor's, the samples) do not keep
+// each other going: a run with nothing else queued ends.
+func TestTicksAloneDoNotKeepARunGoing(t *testing.T) {
+	s := &Sim{cfg: Config{Workers: 2, MemoryLimit: 1 << 30, Mode: "main"}, remaining: 1}
+	if err := s.cfg.fill(); err != nil {
+		t.Fatal(err)
+	}
+	s.workers = []*worker{newWorker(0, "a", 1, 1<<30), newWorker(1, "b", 1, 1<<30)}
+	s.scheduleTick(evSample, 0, s.cfg.SampleInterval)
+	s.scheduleTick(evMemoryMonitor, 0, s.cfg.MonitorInterval)
+	s.scheduleTick(evMemoryMonitor, 1, s.cfg.MonitorInterval/2)
+	for n := 0; ; n++ {
+		e := s.clk.next()
+		if e == nil {
+			break
+		}
+		if n > 10 {
+			t.Fatalf("still ticking after %d events (t=%.1f s)", n, s.clk.now)
+		}
+		s.step(e)
+	}
+}
+
+// The sampled peak is the cluster's memory at the samples only: never
+// above the peak, and nothing when the first sample comes after the run.
+func TestSampledPeakTakesSamples(t *testing.T) {
+	g := gatedRoots()
+	cfg := Config{Workers: 4, Threads: 1, MemoryLimit: 1 << 30, Mode: "main", Seed: 1}
+	r := mustRun(t, g, cfg)
+	if r.PeakClusterSampledBytes <= 0 || r.PeakClusterSampledBytes > r.PeakClusterMemoryBytes {
+		t.Fatalf("sampled peak %d, peak %d", r.PeakClusterSampledBytes, r.PeakClusterMemoryBytes)
+	}
+	cfg.SampleInterval = 1000
+	if r := mustRun(t, g, cfg); r.PeakClusterSampledBytes != 0 {
+		t.Fatalf("sampled %d with no sample during the run", r.PeakClusterSampledBytes)
+	}
+}

@@ -3,6 +3,8 @@ package sim
 import (
 	"math"
 	"testing"
+
+	"daskgo/protocol"
 )
 
 // TestDurationSpreadKeepsTheMeanAndIsReproducible: the factor on each
@@ -38,5 +40,42 @@ func TestDurationSpreadKeepsTheMeanAndIsReproducible(t *testing.T) {
 	s.cfg.DurationSpread = 0
 	if w := s.taskWork(3, 1); w != 2.5 {
 		t.Errorf("no spread: work %v, want 2.5", w)
+	}
+}
+
+// TestWorkerSpeedSpread: each worker draws one factor from the seed (mean
+// 1, the configured sigma in log space, the same on every call), and a
+// worker's tasks take that factor times their work: on a cluster of
+// single-task workers the makespans differ as the factors do.
+func TestWorkerSpeedSpread(t *testing.T) {
+	const n = 20000
+	s := &Sim{cfg: Config{WorkerSpeedSpread: 0.05, Seed: 3}}
+	var sum, sumLog, sumLog2 float64
+	for i := range n {
+		f := s.workerSpeed(i)
+		if f != s.workerSpeed(i) {
+			t.Fatalf("worker %d: two factors", i)
+		}
+		sum += f
+		sumLog += math.Log(f)
+		sumLog2 += math.Log(f) * math.Log(f)
+	}
+	if mean, sigma := sum/n, math.Sqrt(sumLog2/n-(sumLog/n)*(sumLog/n)); math.Abs(mean-1) > 0.002 || math.Abs(sigma-0.05) > 0.002 {
+		t.Errorf("factor mean %.4f (want 1), log sigma %.4f (want 0.05)", mean, sigma)
+	}
+	s.cfg.WorkerSpeedSpread = 0
+	if f := s.workerSpeed(5); f != 1 {
+		t.Errorf("no spread: factor %v", f)
+	}
+
+	g := &Graph{Workload: "one-task", Scale: "synthetic"}
+	g.add(protocol.StrKey("only"), nil, 10, 8, 0)
+	one := Config{Workers: 1, Threads: 1, Mode: "main", Seed: 3, NoAMM: true}
+	base := mustRun(t, g, one)
+	one.WorkerSpeedSpread = 0.2
+	slow := mustRun(t, g, one)
+	f := (&Sim{cfg: one}).workerSpeed(0)
+	if got, want := slow.MakespanS-base.MakespanS, (f-1)*10; f == 1 || math.Abs(got-want) > 1e-9 {
+		t.Errorf("factor %.4f: the 10 s task took %.6f s longer, want %.6f", f, got, want)
 	}
 }

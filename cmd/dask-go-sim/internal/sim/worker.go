@@ -30,9 +30,10 @@ type worker struct {
 	// spilled (spill.go).
 	keys spillBuffer
 
-	mem, peak int64 // data, transient memory of executing tasks, MemoryModel terms
-	overLimit bool  // mem exceeded limit at some point
-	active    bool  // has run a task (MemoryModel.WorkerUnmanaged counted)
+	mem, peak int64   // data, transient memory of executing tasks, MemoryModel terms
+	overLimit bool    // mem exceeded limit at some point
+	speed     float64 // factor on the work of its tasks (Config.WorkerSpeedSpread)
+	active    bool    // has run a task (MemoryModel.WorkerUnmanaged counted)
 
 	// inFree/outFree: when the worker's network link is next idle in each
 	// direction; transfers queue FIFO on both ends.
@@ -50,7 +51,7 @@ type waiter struct {
 }
 
 func newWorker(idx int32, addr string, threads int, limit int64) *worker {
-	return &worker{idx: idx, addr: addr, threads: threads, limit: limit,
+	return &worker{idx: idx, addr: addr, threads: threads, limit: limit, speed: 1,
 		assigned: map[int32]int64{}, waiting: map[int32]*pending{},
 		fetch: map[int32][]waiter{}, keys: newSpillBuffer(), executing: map[int32]int64{}}
 }

@@ -230,7 +230,7 @@ func (s *Sim) startTasks(w *worker) {
 		}
 		s.activate(w)
 		s.mem(w, s.runningBytes(t))
-		work := s.taskWork(it.task, it.run)
+		work := s.taskWork(it.task, it.run) * w.speed
 		if s.cpu != nil {
 			s.cpu.start(s.clk.now, work, cpuJob{w: w.idx, task: it.task, run: it.run})
 			started = true
