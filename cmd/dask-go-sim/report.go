@@ -75,7 +75,8 @@ func markdown(recs []record, command string) string {
 		fmt.Fprintf(&b, "Made with:\n\n    %s\n\n", command)
 	}
 	b.WriteString("Memory in GiB; \"vs main\" = this mode / main (no withholding, distributed's co-location) on the same workload and cluster. " +
-		"Spilled = bytes the workers spilled to disk (at 60 % of their limit in memory; spilling takes no simulated time). " +
+		"Spilled = bytes the workers spilled to disk (past 60 % of their limit in data, or 70 % in process memory at a check " +
+		"of the memory monitor; spilling takes no simulated time). " +
 		"Engine = CPU time inside State.Handle (thread clock).\n\n")
 	b.WriteString("| workload | scale | tasks | workers | mode | makespan s | vs main | peak cluster | vs main | peak worker | over limit | spilled | transferred | engine s | µs/task |\n")
 	b.WriteString("|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")

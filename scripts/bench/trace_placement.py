@@ -55,26 +55,36 @@ def dependencies(prepared) -> dict:
     return {k: set(getattr(v, "dependencies", ()) or ()) for k, v in dsk.items()}
 
 
-def trace_one(config: str, workload: str, ctx: Context, tmp: Path) -> dict:
+def run_traced(config: str, workload: str, ctx: Context, tmp: Path) -> dict:
+    """One run on a fresh cluster under get_task_stream: per key that
+    computed, its worker, compute start and stop, nbytes and the (start,
+    stop) of the transfers that fetched its inputs; the graph's
+    dependencies, the wall time and the result's check."""
     from distributed import get_task_stream
 
     prepared = WORKLOADS[workload](ctx)
     deps = dependencies(prepared)
-    with Cluster(config, Path(tempfile.mkdtemp(prefix=f"placement-{config}-", dir=tmp)), 4, 2**30) as c:
+    with Cluster(config, Path(tempfile.mkdtemp(prefix=f"trace-{config}-", dir=tmp)), 4, 2**30) as c:
         t0 = time.perf_counter()
         with get_task_stream(client=c.client) as ts:
             value = prepared.run(c.client, 900)
         wall = time.perf_counter() - t0
         records = list(ts.data)
-    problem = prepared.check(value)
     ran = {}
     for r in records:
         comp = [s for s in r.get("startstops", ()) if s.get("action") == "compute"]
         if comp:
             ran[r["key"]] = {"worker": r["worker"], "start": comp[0]["start"], "stop": comp[-1]["stop"],
-                             "nbytes": r.get("nbytes", 0) or 0}
-    return {"configuration": config, "wall_s": wall, "ok": problem is None, "error": problem,
-            "summary": summarize(ran, deps), "tasks": len(ran)}
+                             "nbytes": r.get("nbytes", 0) or 0,
+                             "transfers": [(s["start"], s["stop"]) for s in r["startstops"]
+                                           if s.get("action") == "transfer"]}
+    return {"ran": ran, "deps": deps, "wall_s": wall, "problem": prepared.check(value)}
+
+
+def trace_one(config: str, workload: str, ctx: Context, tmp: Path) -> dict:
+    t = run_traced(config, workload, ctx, tmp)
+    return {"configuration": config, "wall_s": t["wall_s"], "ok": t["problem"] is None, "error": t["problem"],
+            "summary": summarize(t["ran"], t["deps"]), "tasks": len(t["ran"])}
 
 
 def prefix_of(key) -> str:

@@ -7,8 +7,7 @@ trace behind the simulator's vorticity miss, scripts/sim/results/validation-note
         --pair rechunk-merge --repetitions 2 --results scripts/sim/results/vorticity-trace
 
 One fresh cluster per repetition (4 workers × 1 thread × 1 GiB, as the
-benchmark runs them), the workload under distributed's get_task_stream,
-the graph's dependencies as trace_placement.py gets them. Per consumer task
+benchmark runs them), traced as trace_placement.py traces (run_traced). Per consumer task
 (prefix --consumer):
 * local / remote: whether its last-finished input was computed on its own
   worker; the time from that input's end to the consumer's start, from it
@@ -36,29 +35,14 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import trace_placement as tp  # noqa: E402
-from harness import Cluster  # noqa: E402
 from workloads import WORKLOADS, Context  # noqa: E402
 
 
 def run_once(workload: str, config: str, tmp: Path) -> tuple[dict, dict]:
-    from distributed import get_task_stream
-
-    prepared = WORKLOADS[workload](Context(memory=4 * 2**30, nthreads=4, smoke=False, scale=0.5))
-    deps = tp.dependencies(prepared)
-    with Cluster(config, Path(tempfile.mkdtemp(prefix=f"waits-{config}-", dir=tmp)), 4, 2**30) as c:
-        with get_task_stream(client=c.client) as ts:
-            value = prepared.run(c.client, 900)
-        records = list(ts.data)
-    if (problem := prepared.check(value)) is not None:
-        raise SystemExit(f"trace_waits: {workload} gave a wrong result: {problem}")
-    ran = {}
-    for r in records:
-        comp = [s for s in r.get("startstops", ()) if s.get("action") == "compute"]
-        if comp:
-            ran[r["key"]] = {"worker": r["worker"], "start": comp[0]["start"], "stop": comp[-1]["stop"],
-                             "transfers": [(s["start"], s["stop"]) for s in r["startstops"]
-                                           if s.get("action") == "transfer"]}
-    return ran, deps
+    t = tp.run_traced(config, workload, Context(memory=4 * 2**30, nthreads=4, smoke=False, scale=0.5), tmp)
+    if t["problem"] is not None:
+        raise SystemExit(f"trace_waits: {workload} gave a wrong result: {t['problem']}")
+    return t["ran"], t["deps"]
 
 
 def stats(xs: list[float]) -> dict:

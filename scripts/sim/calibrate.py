@@ -289,16 +289,17 @@ def worker_speed(runs, min_task_s=0.001):
     run)."""
     dev, dof, per_run = 0.0, 0, {}
     for r in runs:
+        per_worker = [[(p, c1 - c0) for p, c0, c1, *_ in w["tasks"] if c0 is not None and c1 > c0]
+                      for w in r["workers"].values()]
         walls = defaultdict(list)
-        for w in r["workers"].values():
-            for p, c0, c1, *_ in w["tasks"]:
-                if c0 is not None and c1 > c0:
-                    walls[p].append(c1 - c0)
+        for tasks in per_worker:
+            for p, d in tasks:
+                walls[p].append(d)
         med = {p: statistics.median(v) for p, v in walls.items()}
         logs = []
-        for w in r["workers"].values():
-            num = sum(c1 - c0 for p, c0, c1, *_ in w["tasks"] if c0 is not None and c1 > c0 and med[p] > min_task_s)
-            den = sum(med[p] for p, c0, c1, *_ in w["tasks"] if c0 is not None and c1 > c0 and med[p] > min_task_s)
+        for tasks in per_worker:
+            timed = [(d, med[p]) for p, d in tasks if med[p] > min_task_s]
+            num, den = sum(d for d, _ in timed), sum(m for _, m in timed)
             if num > 0 and den > 0:
                 logs.append(math.log(num / den))
         if len(logs) < 2:

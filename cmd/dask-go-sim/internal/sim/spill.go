@@ -117,36 +117,32 @@ func (s *Sim) spill(w *worker) int64 {
 		return 0
 	}
 	target := int64(spillTargetFraction * float64(w.limit))
+	return s.evictWhile(w, func() bool { return w.keys.fast > target })
+}
+
+// monitorMemory is one check of w's memory monitor: past 70 % of the
+// limit in process memory, evict down to 60 %.
+func (s *Sim) monitorMemory(w *worker) {
+	limit := float64(w.limit)
+	process := func() int64 { return s.cfg.Mem.WorkerIdle + w.mem }
+	if float64(process()) > spillFraction*limit {
+		target := int64(spillTargetFraction * limit)
+		s.clusterMem += s.evictWhile(w, func() bool { return process() > target })
+	}
+}
+
+// evictWhile spills w's least recently used keys while more is true and
+// anything is left in memory, counts them as spilled and returns the
+// memory change.
+func (s *Sim) evictWhile(w *worker, more func() bool) int64 {
 	var d int64
-	for w.keys.fast > target {
-		e, _ := w.keys.evict()
+	for more() {
+		e, ok := w.keys.evict()
+		if !ok {
+			break
+		}
 		d += w.addMem(e)
 	}
 	s.spilledBytes -= d
-	return d
-}
-
-// monitorMemory is one check of w's memory monitor.
-func (s *Sim) monitorMemory(w *worker) {
-	d := s.monitorSpill(w)
-	s.spilledBytes -= d
-	s.clusterMem += d
-}
-
-// monitorSpill is the memory monitor's rule on w: past 70 % of the limit
-// in process memory, evict down to 60 %. It returns the memory change.
-func (s *Sim) monitorSpill(w *worker) int64 {
-	limit := float64(w.limit)
-	target := int64(spillTargetFraction * limit)
-	var d int64
-	if float64(s.cfg.Mem.WorkerIdle+w.mem) > spillFraction*limit {
-		for s.cfg.Mem.WorkerIdle+w.mem > target {
-			e, ok := w.keys.evict()
-			if !ok {
-				break
-			}
-			d += w.addMem(e)
-		}
-	}
 	return d
 }
