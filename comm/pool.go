@@ -7,22 +7,41 @@ import (
 	"sync"
 )
 
-// DefaultPoolLimit is distributed's ConnectionPool limit (open comms in total).
+// DefaultPoolLimit is distributed's ConnectionPool limit (open comms in
+// total) where the process's file-descriptor limit cannot be read.
 const DefaultPoolLimit = 512
+
+// defaultPoolLimit is what distributed's Scheduler.__init__ passes as
+// connection_limit: half the process's file-descriptor limit
+// (utils.get_fileno_limit() / 2). Go raises the soft limit to the hard one
+// at start, so this is half of what this process may open.
+func defaultPoolLimit() int {
+	if n := fileLimit(); n >= 2 {
+		return n / 2
+	}
+	return DefaultPoolLimit
+}
 
 // Pool reuses handshaken connections per address for scheduler→worker and
 // scheduler→nanny RPCs, like distributed.core.ConnectionPool: a connection
 // serves one exchange at a time, idle ones are kept per address, and at most
 // Limit are open in total. At the limit, idle connections to any address
 // are closed to make room; if none are idle, callers wait for a release.
+//
+// Invariant: no borrower waits for a slot while a connection sits idle.
+// A connection returned while borrowers wait is closed instead of kept
+// (ConnectionPool.reuse calls collect() when the semaphore is locked and
+// connects are pending), so a fan-out to more distinct addresses than Limit
+// (gather, broadcast, retirement over every worker) always makes progress.
 // Safe for concurrent use.
 type Pool struct {
 	opts        *Options
 	limit       int
 	maxIdlePer  int
 	slots       chan struct{} // one token per open (or opening) connection
-	mu          sync.Mutex
+	mu          sync.Mutex    // guards idle, waiting and closed
 	idle        map[string][]*Conn
+	waiting     int // borrowers inside acquireSlot
 	closed      bool
 	dialContext func(ctx context.Context, addr string, opts *Options) (*Conn, error)
 }
@@ -30,7 +49,8 @@ type Pool struct {
 // PoolConfig sizes a Pool. Zero fields mean defaults.
 type PoolConfig struct {
 	Options *Options // for dialing; e.g. PickleProtocol 4 as distributed's scheduler announces
-	Limit   int      // open connections in total; default DefaultPoolLimit
+	Limit   int      // open connections in total; default half the fd limit
+
 	// MaxIdlePerAddress bounds the idle connections kept per address; default 8.
 	MaxIdlePerAddress int
 }
@@ -38,7 +58,7 @@ type PoolConfig struct {
 // NewPool makes an empty pool.
 func NewPool(cfg PoolConfig) *Pool {
 	if cfg.Limit <= 0 {
-		cfg.Limit = DefaultPoolLimit
+		cfg.Limit = defaultPoolLimit()
 	}
 	if cfg.MaxIdlePerAddress <= 0 {
 		cfg.MaxIdlePerAddress = 8
@@ -141,8 +161,24 @@ func (p *Pool) popIdle(addr string) *Conn {
 }
 
 // acquireSlot takes a token for a new connection, evicting an idle
-// connection to another address when the pool is full.
+// connection to another address when the pool is full. A borrower that
+// finds the pool full is counted as waiting before it looks for a victim,
+// under the lock put takes: a connection returned after that is closed for
+// it, one returned before is idle where evictOne finds it.
 func (p *Pool) acquireSlot(ctx context.Context, addr string) error {
+	select {
+	case p.slots <- struct{}{}:
+		return nil
+	default:
+	}
+	p.mu.Lock()
+	p.waiting++
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		p.waiting--
+		p.mu.Unlock()
+	}()
 	for {
 		select {
 		case p.slots <- struct{}{}:
@@ -171,11 +207,12 @@ func (p *Pool) evictOne() *Conn {
 	return nil
 }
 
-// put returns a healthy connection to the idle set (or closes it when the
-// pool is closed or that address already has enough idle connections).
+// put returns a healthy connection to the idle set, or closes it when the
+// pool is closed, that address already has enough idle connections, or a
+// borrower waits for a slot (which closing frees).
 func (p *Pool) put(addr string, c *Conn) {
 	p.mu.Lock()
-	if !p.closed && !c.Closed() && len(p.idle[addr]) < p.maxIdlePer {
+	if !p.closed && !c.Closed() && len(p.idle[addr]) < p.maxIdlePer && p.waiting == 0 {
 		p.idle[addr] = append(p.idle[addr], c)
 		p.mu.Unlock()
 		return

@@ -3,6 +3,7 @@ package comm
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -188,5 +189,78 @@ func TestPoolRemoveClosesIdleConnectionsOfThatAddress(t *testing.T) {
 	}
 	if _, err := p.Call(context.Background(), gone, protocol.NewMap("op", "echo", "data", int64(2))); err != nil {
 		t.Fatalf("an address that comes back is dialled again: %v", err)
+	}
+}
+
+// A fan-out to more distinct addresses than the limit completes: a borrower
+// waiting for a slot gets the one a returned connection frees, never waits
+// while a connection sits idle (distributed's ConnectionPool.reuse/collect).
+func TestPoolFanOutBeyondLimit(t *testing.T) {
+	const limit, addrs, rounds = 2, 5, 20
+	servers := make([]string, addrs)
+	for i := range servers {
+		servers[i], _ = poolServer(t, nil)
+	}
+	p := NewPool(PoolConfig{Limit: limit})
+	defer p.Close()
+	for round := range rounds {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		var wg sync.WaitGroup
+		errs := make(chan error, addrs)
+		for i, addr := range servers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				reply, err := p.Call(ctx, addr, protocol.NewMap("op", "echo", "data", int64(i)))
+				if err == nil && reply != int64(i) {
+					err = fmt.Errorf("reply %v from %s, want %d", reply, addr, i)
+				}
+				errs <- err
+			}()
+		}
+		wg.Wait()
+		cancel()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+		if p.Open() > limit {
+			t.Fatalf("round %d: %d connections open, limit %d", round, p.Open(), limit)
+		}
+	}
+}
+
+// Borrowers arriving while every slot is held by idle connections to other
+// addresses evict them instead of waiting (one borrower, many idle).
+func TestPoolEvictsIdleForNewAddress(t *testing.T) {
+	a, _ := poolServer(t, nil)
+	b, _ := poolServer(t, nil)
+	c, _ := poolServer(t, nil)
+	p := NewPool(PoolConfig{Limit: 2})
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, addr := range []string{a, b, c, a, b, c} {
+		if _, err := p.Call(ctx, addr, protocol.NewMap("op", "echo", "data", "x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if p.Open() != 2 {
+		t.Fatalf("%d open, want the limit 2", p.Open())
+	}
+}
+
+// The default limit is distributed's: half the file-descriptor limit.
+func TestPoolDefaultLimitIsHalfTheFileLimit(t *testing.T) {
+	p := NewPool(PoolConfig{})
+	defer p.Close()
+	want := DefaultPoolLimit
+	if n := fileLimit(); n >= 2 {
+		want = n / 2
+	}
+	if p.limit != want || cap(p.slots) != want {
+		t.Fatalf("limit %d (slots %d), want %d", p.limit, cap(p.slots), want)
 	}
 }

@@ -38,6 +38,7 @@ distributed:
     root-task-co-assignment-depth: 4
     task-ordering: go
     task-ordering-check: false
+    connection-limit: null
     worker-ttl: "5 minutes"
     unknown-task-duration: 500ms
     default-task-durations:
@@ -117,6 +118,11 @@ type SchedulerSettings struct {
 	// an error. For tests and for checking a new dask version.
 	// distributed.scheduler.task-ordering-check, ours.
 	TaskOrderingCheck bool
+	// ConnectionLimit bounds the scheduler's pool of connections to workers
+	// and nannies; 0 (null) means distributed's rule, half the process's
+	// file-descriptor limit (Scheduler.__init__'s connection_limit).
+	// distributed.scheduler.connection-limit, ours: distributed has no key.
+	ConnectionLimit int
 }
 
 // LoadSchedulerSettings reads dask configuration from src and returns the
@@ -158,6 +164,7 @@ func SchedulerSettingsFrom(cfg *DaskConfig) (SchedulerSettings, error) {
 		ValidateInvariants:           r.boolean("distributed.scheduler.validate"),
 		TaskOrdering:                 r.choice("distributed.scheduler.task-ordering", "go", "python"),
 		TaskOrderingCheck:            r.boolean("distributed.scheduler.task-ordering-check"),
+		ConnectionLimit:              r.optInteger("distributed.scheduler.connection-limit"),
 	}
 	if !r.ammPolicies("distributed.scheduler.active-memory-manager.policies") {
 		s.ActiveMemoryManager = false // no policy: the AMM would do nothing
@@ -179,6 +186,7 @@ func (s *SchedulerSettings) Validate() error {
 		bad("distributed.scheduler.worker-saturation", s.WorkerSaturation, `a number > 0 or "inf"`)
 	}
 	for key, n := range map[string]int{
+		"distributed.scheduler.connection-limit":               s.ConnectionLimit,
 		"distributed.scheduler.allowed-failures":               s.AllowedFailures,
 		"distributed.scheduler.rootish-taskgroup":              s.RootishTaskgroup,
 		"distributed.scheduler.rootish-taskgroup-dependencies": s.RootishTaskgroupDependencies,
@@ -273,6 +281,14 @@ func (r *reader) integer(key string) int {
 		return 0
 	}
 	return int(f)
+}
+
+// optInteger is an integer where null means "the default" (0).
+func (r *reader) optInteger(key string) int {
+	if r.get(key) == nil {
+		return 0
+	}
+	return r.integer(key)
 }
 
 // boolean accepts YAML 1.1's yes/no/on/off too: dask reads files with

@@ -113,15 +113,16 @@ func run(o options) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	srv, err := server.Start(ctx, server.Config{
-		Listen:       listenAddress(o.host, o.port),
-		Engine:       engineConfig(settings),
-		Python:       o.python,
-		TaskOrdering: settings.TaskOrdering,
-		CheckOrder:   settings.TaskOrderingCheck,
-		HashSeed:     hashSeed,
-		Compression:  settings.CommCompression,
-		Logger:       log,
-		Dashboard:    dashboard,
+		Listen:          listenAddress(o.host, o.port),
+		Engine:          engineConfig(settings),
+		Python:          o.python,
+		TaskOrdering:    settings.TaskOrdering,
+		CheckOrder:      settings.TaskOrderingCheck,
+		HashSeed:        hashSeed,
+		Compression:     settings.CommCompression,
+		ConnectionLimit: settings.ConnectionLimit,
+		Logger:          log,
+		Dashboard:       dashboard,
 	})
 	if err != nil {
 		return err

@@ -32,6 +32,9 @@ type Config struct {
 	Compression string // distributed.comm.compression ("" or "lz4")
 	TickEvery   time.Duration
 	Logger      zerolog.Logger
+	// ConnectionLimit bounds the pool of connections to workers and
+	// nannies (comm.PoolConfig.Limit; 0: half the fd limit).
+	ConnectionLimit int
 	// Dashboard is the port announced under services["dashboard"]; stock
 	// clients read it for Client.dashboard_link. Nothing listens there yet.
 	Dashboard int
@@ -93,7 +96,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
 	s.lis = lis
-	s.pool = comm.NewPool(comm.PoolConfig{Options: &comm.Options{Compression: cfg.Compression, PickleProtocol: 4}})
+	s.pool = comm.NewPool(comm.PoolConfig{Options: &comm.Options{Compression: cfg.Compression, PickleProtocol: 4},
+		Limit: cfg.ConnectionLimit})
 
 	results := make(chan scheduler.Stimulus, 64)
 	s.mat, err = compat.Start(ctx, compat.Config{Python: cfg.Python, Log: s.log, Results: results,

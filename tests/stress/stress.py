@@ -212,3 +212,41 @@ class Case:
         assert r.runs > 0, f"{r.case}: no run happened"
         assert r.failures == 0 and r.lost_or_wrong == 0, (
             f"{r.case}: {r.failures} failures, {r.lost_or_wrong} lost or wrong results of {r.runs} runs: {r.notes}")
+
+
+class WorkerHosts:
+    """Processes of tests/stress/worker_host.py, each hosting many stock
+    distributed.Workers; started as direct children and stopped by PID."""
+
+    def __init__(self, tmp, env: dict):
+        from cluster import python_env
+
+        self.tmp, self.env = tmp, python_env(env)
+        self.procs: list = []
+
+    def start(self, address: str, n: int, prefix: str, *extra: str, timeout: float = 300):
+        """Starts one host of n workers and waits for its "ready" line."""
+        import subprocess
+        import sys
+        from pathlib import Path
+
+        script = Path(__file__).resolve().parent / "worker_host.py"
+        log = open(Path(self.tmp) / f"host-{prefix}.log", "wb")
+        proc = subprocess.Popen([sys.executable, str(script), address, str(n), prefix, *extra],
+                                stdout=subprocess.PIPE, stderr=log, env=self.env)
+        self.procs.append(proc)
+        deadline = time.monotonic() + timeout
+        line = b""
+        while time.monotonic() < deadline and proc.poll() is None:
+            line = proc.stdout.readline()
+            if line.startswith(b"ready"):
+                return proc
+        raise RuntimeError(f"worker host {prefix} not ready (exit {proc.poll()}, said {line!r}); "
+                           f"log: {(Path(self.tmp) / f'host-{prefix}.log').read_text(errors='replace')[-2000:]}")
+
+    def stop(self) -> None:
+        from cluster import stop
+
+        for proc in self.procs:
+            stop(proc, grace=30)
+        self.procs.clear()

@@ -342,3 +342,53 @@ def test_garbage_and_absurd_lengths_while_clients_work(cluster):
     if not made or made[0] != bad:
         case.result.fail(f"only {made} of {bad} bad connections were made")
     case.check()
+
+
+def double(x):
+    return 2 * x
+
+
+def test_fan_out_beyond_the_pool_limit(tmp_path):
+    """More workers than the scheduler's connection pool may hold open
+    (distributed.scheduler.connection-limit lowered to 8): gather,
+    Client.run, replicate and retire_workers each touch every worker, and
+    every one completes with exact results and no key lost."""
+    from stress import WorkerHosts
+
+    hosts_n, per_host = scaled(3, 5), scaled(10, 40)
+    n = hosts_n * per_host
+    sched = GoScheduler(tmp_path, env=stress_env({"DASK_DISTRIBUTED__SCHEDULER__CONNECTION_LIMIT": "8"})).start()
+    hosts = WorkerHosts(tmp_path, stress_env())
+    try:
+        for h in range(hosts_n):
+            hosts.start(sched.address, per_host, f"fan{h}")
+        case = Case(f"fan-out to {n} workers through a pool of 8 connections", sched.address, sched.proc.pid)
+        with case, Client(sched.address, timeout=60) as c:
+            c.wait_for_workers(n, timeout=120)
+            workers = sorted(c.scheduler_info(n_workers=-1)["workers"])
+            futs = [c.submit(double, i, workers=[w], pure=False) for i, w in enumerate(workers)]
+            expect = [2 * i for i in range(n)]
+
+            def check(what, ok):
+                case.result.runs += 1
+                if not ok:
+                    case.result.fail(what)
+
+            check("gather from every worker", c.gather(futs) == expect)
+            pids = c.run(os.getpid)
+            check(f"Client.run answered by {len(pids)} of {n} workers", sorted(pids) == workers)
+            c.replicate(futs, n=2)
+            holders = c.who_has(futs)
+            check("replicate: every key on two workers", all(len(holders[f.key]) == 2 for f in futs))
+            retired = c.retire_workers(workers[: n // 2])
+            check(f"retire_workers retired {len(retired)} of {n // 2}", sorted(retired) == workers[: n // 2])
+            check("every key readable after retirement", c.gather(futs) == expect)
+            holders = c.who_has(futs)
+            check("no key on a retired worker", not any(set(holders[f.key]) & set(retired) for f in futs))
+            del futs
+        case.settle(timeout=60)
+        case.check()
+        assert "pool of 8 connections is full" not in sched.logs()
+    finally:
+        hosts.stop()
+        sched.stop()
