@@ -7,27 +7,21 @@ import (
 	"time"
 )
 
-// Flush intervals distributed uses for its batched streams
-// (Scheduler.add_client / add_worker, Worker, Client).
-const (
-	SchedulerToWorkerInterval = 5 * time.Millisecond
-	SchedulerToClientInterval = 2 * time.Millisecond
-)
-
-// SchedulerToClientBusyInterval is how far the client stream's interval may
-// grow while messages keep coming (see NewAdaptiveBatchedSend). A client
-// learns of finished keys through this stream only to resolve futures, so
-// 20 ms of extra latency during a long run of completions costs it nothing,
-// while each write saved is a system call and a wake-up of the client. A
-// client that is waiting on a single result still gets it at once: a quiet
-// stream sends immediately.
-const SchedulerToClientBusyInterval = 20 * time.Millisecond
-
 // BatchedSend coalesces messages on a stream like distributed's BatchedSend
 // (distributed/batched.py): Send appends to a buffer and never touches the
 // network; one owner goroutine writes the whole buffer as one message (a
-// list of op dicts, whose blobs share one frame list) at most once per
-// interval. A message sent after a quiet period goes out at once.
+// list of op dicts, whose blobs share one frame list).
+//
+// With interval 0, what the scheduler uses for every stream, a message goes
+// out as soon as no write is in flight: batching only coalesces what queued
+// while the previous write ran (nats-server's flush-on-idle). distributed
+// holds a stream for its interval after each write (5 ms to workers, 2 ms to
+// clients), and a chain of dependent tasks pays up to that much per hop; an
+// engine that handles a read batch at a time already hands each stream one
+// Send per batch, so the interval saves little (issue 32). A positive
+// interval keeps distributed's rule, a write at most once per interval with
+// a message after a quiet period going out at once: the zero worker emulates
+// a stock worker's 2 ms stream with it.
 //
 // Lifecycle: NewBatchedSend starts the writer goroutine; Close flushes what
 // is buffered and stops it, leaving the Conn open for its owner (who may
@@ -38,8 +32,7 @@ const SchedulerToClientBusyInterval = 20 * time.Millisecond
 // concurrent use.
 type BatchedSend struct {
 	conn     *Conn
-	interval time.Duration // the base interval
-	busy     time.Duration // the longest interval while busy (>= interval)
+	interval time.Duration // 0: flush on idle
 	onError  func(error)
 
 	mu       sync.Mutex
@@ -49,28 +42,19 @@ type BatchedSend struct {
 	err      error
 	messages int
 	batches  int
+	delayed  int // writes that waited for the interval
 
 	wake chan struct{} // capacity 1: "the buffer may be non-empty"
 	stop chan struct{} // closed by Close/Abort
 	done chan struct{} // closed when the writer goroutine has exited
 }
 
-// NewBatchedSend starts batching onto c at a fixed interval. onError may be
-// nil.
+// NewBatchedSend starts batching onto c; interval 0 writes whenever idle.
+// onError may be nil.
 func NewBatchedSend(c *Conn, interval time.Duration, onError func(error)) *BatchedSend {
-	return NewAdaptiveBatchedSend(c, interval, interval, onError)
-}
-
-// NewAdaptiveBatchedSend is NewBatchedSend whose interval doubles, up to
-// busy, each time a message had to wait for it, and falls back to interval
-// as soon as a message finds the stream quiet. A steady flow of small
-// messages (one key-in-memory per finished task) then costs one write per
-// busy interval instead of one per interval.
-func NewAdaptiveBatchedSend(c *Conn, interval, busy time.Duration, onError func(error)) *BatchedSend {
 	b := &BatchedSend{
 		conn:     c,
 		interval: interval,
-		busy:     max(busy, interval),
 		onError:  onError,
 		wake:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
@@ -101,16 +85,13 @@ func (b *BatchedSend) Send(msgs ...any) error {
 }
 
 // run is the owner goroutine, distributed's BatchedSend._background_send:
-// wait for messages; if the last write was less than an interval ago, wait
-// for the rest of it; write everything buffered; repeat. A quiet stream
-// therefore sends at once, and a busy one at most once per interval. The
-// timer is armed only when a message waits for it: re-arming it after every
-// write would wake the process once per write for nothing.
+// wait for messages; with an interval, if the last write was less than an
+// interval ago, wait for the rest of it; write everything buffered; repeat.
+// The timer is armed only when a message waits for it.
 func (b *BatchedSend) run() {
 	defer close(b.done)
 	rest := time.NewTimer(time.Hour)
 	rest.Stop()
-	interval := b.interval
 	var last time.Time // when the last write ended; zero before the first
 	for {
 		select {
@@ -119,8 +100,11 @@ func (b *BatchedSend) run() {
 			b.flush()
 			return
 		}
-		if !last.IsZero() {
-			if wait := interval - time.Since(last); wait > 0 {
+		if b.interval > 0 && !last.IsZero() {
+			if wait := b.interval - time.Since(last); wait > 0 {
+				b.mu.Lock()
+				b.delayed++
+				b.mu.Unlock()
 				rest.Reset(wait)
 				select {
 				case <-rest.C:
@@ -128,15 +112,14 @@ func (b *BatchedSend) run() {
 					b.flush()
 					return
 				}
-				interval = min(2*interval, b.busy)
-			} else {
-				interval = b.interval
 			}
 		}
 		if !b.flush() {
 			return
 		}
-		last = time.Now()
+		if b.interval > 0 {
+			last = time.Now()
+		}
 	}
 }
 
@@ -236,6 +219,13 @@ func (b *BatchedSend) Err() error {
 
 // Done is closed when the writer goroutine has exited.
 func (b *BatchedSend) Done() <-chan struct{} { return b.done }
+
+// Delayed is how many writes waited for the interval (always 0 without one).
+func (b *BatchedSend) Delayed() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.delayed
+}
 
 // Stats reports how many messages were sent in how many batches.
 func (b *BatchedSend) Stats() (messages, batches int) {

@@ -32,7 +32,7 @@ func readBatches(t *testing.T, c *Conn, n int) (msgs []any, batches int) {
 // so everything sent meanwhile must coalesce into (at most) one more batch.
 func TestBatchedCoalescesInOrder(t *testing.T) {
 	a, b := pipePair(t, nil, nil)
-	bs := NewBatchedSend(a, SchedulerToWorkerInterval, nil)
+	bs := NewBatchedSend(a, 0, nil)
 	const n = 200
 	for i := range n {
 		if err := bs.Send(protocol.NewMap("op", "m", "i", int64(i))); err != nil {
@@ -59,7 +59,7 @@ func TestBatchedCoalescesInOrder(t *testing.T) {
 // Blobs of all messages in a batch share the batch's frame list.
 func TestBatchedBlobsShareFrames(t *testing.T) {
 	a, b := pipePair(t, nil, nil)
-	bs := NewBatchedSend(a, SchedulerToClientInterval, nil)
+	bs := NewBatchedSend(a, 0, nil)
 	blob := func(s string) *protocol.Blob {
 		return &protocol.Blob{Header: mustEncode(t, protocol.NewMap("serializer", "pickle", "num-sub-frames", int64(1))), Frames: [][]byte{[]byte(s)}}
 	}
@@ -98,7 +98,7 @@ func mustEncode(t *testing.T, v any) []byte {
 
 func TestBatchedCloseFlushes(t *testing.T) {
 	a, b := pipePair(t, nil, nil)
-	bs := NewBatchedSend(a, SchedulerToWorkerInterval, nil)
+	bs := NewBatchedSend(a, 0, nil)
 	done := make(chan []any)
 	go func() {
 		var all []any
@@ -131,7 +131,7 @@ func TestBatchedCloseFlushes(t *testing.T) {
 func TestBatchedWriteErrorReported(t *testing.T) {
 	a, b := pipePair(t, nil, nil)
 	reported := make(chan error, 1)
-	bs := NewBatchedSend(a, SchedulerToWorkerInterval, func(err error) { reported <- err })
+	bs := NewBatchedSend(a, 0, func(err error) { reported <- err })
 	b.Close()
 	_ = bs.Send("x")
 	err := <-reported
@@ -149,52 +149,61 @@ func TestBatchedWriteErrorReported(t *testing.T) {
 
 func TestBatchedAbortUnblocks(t *testing.T) {
 	a, _ := pipePair(t, nil, nil)
-	bs := NewBatchedSend(a, SchedulerToWorkerInterval, nil)
+	bs := NewBatchedSend(a, 0, nil)
 	_ = bs.Send("blocks forever: nobody reads the pipe")
 	bs.Abort() // must return although the write is stuck
 	<-bs.Done()
 }
 
-// A steady flow of messages on an adaptive stream settles at the busy
-// interval: over 300 ms of a message per millisecond, a fixed 2 ms stream
-// writes up to 150 batches, the adaptive one about 15 (plus the ramp).
-// The flow is only steady if the sender keeps its pace: on a loaded
-// machine a 1 ms sleep can take many, the gaps reset the interval (as they
-// should), and the attempt says nothing. Such attempts are repeated, up
-// to five; if none kept pace the test fails saying so.
-func TestAdaptiveBatchedGrowsWhileBusy(t *testing.T) {
-	const n = 300
-	for attempt := 1; attempt <= 5; attempt++ {
+// With interval 0 no write ever waits for a timer: a message on an idle
+// stream is written at once, one sent during a write right after it. The
+// same sequence with an interval makes writes wait (the control).
+func TestBatchedFlushesOnIdle(t *testing.T) {
+	for _, interval := range []time.Duration{0, 20 * time.Millisecond} {
 		a, b := pipePair(t, nil, nil)
-		bs := NewAdaptiveBatchedSend(a, 2*time.Millisecond, 20*time.Millisecond, nil)
+		bs := NewBatchedSend(a, interval, nil)
 		read := make(chan int, 1)
 		go func() {
-			_, batches := readBatches(t, b, n)
+			_, batches := readBatches(t, b, 40)
 			read <- batches
 		}()
-		t0 := time.Now()
-		maxGap := time.Duration(0)
-		for i := range n {
+		for i := range 40 {
 			if err := bs.Send(protocol.NewMap("op", "m", "i", int64(i))); err != nil {
 				t.Fatal(err)
 			}
-			s0 := time.Now()
-			time.Sleep(time.Millisecond)
-			maxGap = max(maxGap, time.Since(s0))
+			if i%4 == 0 {
+				time.Sleep(time.Millisecond)
+			}
 		}
-		elapsed := time.Since(t0)
-		batches := <-read
-		if err := bs.Close(context.Background()); err != nil {
-			t.Fatal(err)
+		<-read
+		delayed := bs.Delayed()
+		bs.Abort()
+		if interval == 0 && delayed != 0 {
+			t.Fatalf("flush on idle: %d writes waited for a timer", delayed)
 		}
-		if maxGap >= 8*time.Millisecond { // a gap this long resets a ramping interval
-			t.Logf("attempt %d: the sender stalled for %v (%v in all): not a steady flow", attempt, maxGap, elapsed)
-			continue
+		if interval > 0 && delayed == 0 {
+			t.Fatalf("with a %v interval no write waited: the control does not exercise the timer", interval)
 		}
-		if batches > 30 {
-			t.Fatalf("%d steady messages over %v took %d batches; want at most 30 at a 20 ms busy interval", n, elapsed, batches)
-		}
-		return
 	}
-	t.Fatal("the machine is too loaded for a steady 1 ms flow in five attempts: the busy interval was not tested")
+}
+
+// With an interval, messages sent within it after a write wait for it and
+// go out together (the zero worker's emulation of a stock worker).
+func TestBatchedIntervalCoalesces(t *testing.T) {
+	a, b := pipePair(t, nil, nil)
+	bs := NewBatchedSend(a, 50*time.Millisecond, nil)
+	defer bs.Abort()
+	read := make(chan int, 1)
+	go func() {
+		_, batches := readBatches(t, b, 11)
+		read <- batches
+	}()
+	_ = bs.Send("first") // idle: at once
+	time.Sleep(5 * time.Millisecond)
+	for i := range 10 {
+		_ = bs.Send(fmt.Sprint(i))
+	}
+	if batches := <-read; batches != 2 {
+		t.Fatalf("11 messages within one 50 ms interval took %d batches, want 2", batches)
+	}
 }

@@ -119,6 +119,7 @@ func (c *Conn) read() (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read from %s: %w", c.peerAddr, err)
 	}
+	c.trace('r', v)
 	return v, nil
 }
 
@@ -148,7 +149,11 @@ func (c *Conn) Write(msg any) error {
 	if err != nil {
 		return fmt.Errorf("write to %s: %w", c.peerAddr, err)
 	}
-	return c.writeFrames(frames)
+	if err := c.writeFrames(frames); err != nil {
+		return err
+	}
+	c.trace('w', msg)
+	return nil
 }
 
 // WriteFrames writes one message made of frames.

@@ -42,6 +42,8 @@ type Options struct {
 	// TCPTimeout sets keepalive and TCP_USER_TIMEOUT; 0 means
 	// DefaultTCPTimeout, negative disables both.
 	TCPTimeout time.Duration
+	// Trace, if set, sees every message read or written (trace.go).
+	Trace Trace
 }
 
 func (o *Options) limits() protocol.Limits {

@@ -73,6 +73,13 @@ type Config struct {
 	// start-up RSS (defaults 16 MiB and 30 s; helper_recycle.go).
 	IdleRecycleAbove int64
 	IdleRecycleAfter time.Duration
+	// MaxHelpers, SpareAfter and SpareIdle size a HelperPool: at most
+	// MaxHelpers helpers (default 2); a spare starts when every helper has
+	// been busy for SpareAfter with work waiting (default 200 ms) and is
+	// closed after SpareIdle idle (default 30 s). helper_pool.go.
+	MaxHelpers int
+	SpareAfter time.Duration
+	SpareIdle  time.Duration
 }
 
 func (c *Config) setDefaults() {

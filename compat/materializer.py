@@ -80,6 +80,12 @@ DESERIALIZATION_ERROR = textwrap.dedent(
 """
 )
 
+# Graphs smaller than this free what they made by reference counting and the
+# collector's own young-generation passes; a full collection and a
+# malloc_trim (0.2-0.4 ms even after gc.freeze) would only add latency to
+# the small computations a notebook runs one after another (issue 32).
+RELEASE_MIN_TASKS = 1000
+
 MAX_INT = 2**64 - 1
 MIN_INT = -(2**63)
 
@@ -109,6 +115,31 @@ def msgpack_safe(value):
     if isinstance(value, numbers.Real):
         return float(value)
     return ToPickle(value)
+
+
+def plain_key(key):
+    """key with numpy scalars inside it made Python ints and floats.
+
+    Graphs can carry keys such as ('ones_like-ab12', np.int64(0), np.int64(1))
+    (dask.array's diagonal does). Python's scheduler keeps them as they are
+    and pickles them on the wire; here keys travel to Go as msgpack, which
+    has no numpy. The plain key is equal to the numpy one and hashes the
+    same, so a worker's data dict and a TaskRef inside another task's spec
+    still find each other."""
+    t = type(key)
+    if t is str or t is int or t is float:
+        return key
+    if t is tuple:
+        for part in key:
+            tp = type(part)
+            if tp is not str and tp is not int and tp is not float:
+                return tuple(plain_key(p) for p in key)
+        return key
+    if isinstance(key, numbers.Integral) and not isinstance(key, bool):
+        return int(key)
+    if isinstance(key, numbers.Real):
+        return float(key)
+    return key
 
 
 def deserialize_expr(expr_ser):
@@ -210,7 +241,8 @@ def materialize(req):
     structure = [] if req.check_order and not ordered else None
     chunk = []
     for key, node in nodes:
-        deps = list(node.dependencies)
+        key = plain_key(key)
+        deps = [plain_key(d) for d in node.dependencies]
         kind = type(node).__name__
         if structure is not None:
             structure.append((key, deps, kind))
@@ -236,7 +268,8 @@ def materialize(req):
         del structure
     objects = table.take_new()
     del table, pickler
-    release_memory()
+    if expected >= RELEASE_MIN_TASKS:
+        release_memory()
     final = {"culled": culled, "explicit_culling": explicit_culling, "ordered": ordered, "check_order": check}
     yield wire.graph_chunk(req.id, objects, chunk, expected, final)
 
@@ -332,8 +365,18 @@ def task_annotations(key, global_annotations, annotations_by_type):
 def release_memory():
     """Give a freed graph's memory back to the operating system: collect
     cycles, then ask glibc to return its free heap (CPython frees whole
-    arenas itself; what malloc keeps is the rest)."""
+    arenas itself; what malloc keeps is the rest).
+
+    What survives the collection is the process's own: modules, classes and
+    caches that dask and the graph's imports made. gc.freeze() moves it out
+    of the collector's sight, so the next collection walks only what the
+    next graph made. Without it every graph paid a full walk of everything
+    dask imports, 7-14 ms, most of a one-task graph's round trip (issue 32).
+    Frozen objects are still freed by reference counting; only a cycle
+    among them would stay (the helper is recycled when it grows,
+    helper_recycle.go)."""
     gc.collect()
+    gc.freeze()
     if _malloc_trim is not None:
         _malloc_trim(0)
 
@@ -474,6 +517,8 @@ def main():
         level=logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
+    gc.collect()
+    gc.freeze()  # the imports above are the process's own (release_memory)
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     sys.stdout = sys.stderr

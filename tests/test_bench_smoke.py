@@ -95,8 +95,11 @@ def test_bench_graph_path_smoke(tmp_path):
         assert GRAPH_PATH_FIELDS <= r.keys(), r
         assert r["wall_s"] > 0 and r["cpu_s"] > 0 and r["peak_rss_bytes"] > 0, r
         if r["scheduler"] == "go":  # the helper is counted
-            assert r["helper_cpu_s"] > 0 and r["helper_peak_rss_bytes"] > 0, r
-            assert r["peak_rss_bytes"] >= r["scheduler_peak_rss_bytes"], r
+            assert r["helper_cpu_s"] >= 0 and r["helper_peak_rss_bytes"] > 0, r
+            assert r["peak_rss_bytes"] >= r["scheduler_peak_rss_bytes"] + r["helper_peak_rss_bytes"] * 0.5, r
+    # a small graph may cost the helper less than the 10 ms a CPU clock
+    # counts; the biggest (tree-1m, 2,000 tasks) does not
+    assert max(r["helper_cpu_s"] for r in results if r["scheduler"] == "go") > 0, results
     md = (out / "graph-path.md").read_text()
     assert "Go process **plus** its materializer helper" in md and "tree-200k" in md
 

@@ -60,7 +60,14 @@ func (l *loop) run() {
 
 // handle runs one stimulus through the engine and sends what it returns.
 func (l *loop) handle(st scheduler.Stimulus) {
+	var start time.Time
+	if l.srv.tracing {
+		start = time.Now()
+	}
 	out := l.state.Handle(st)
+	if l.srv.tracing {
+		traceStimulus(l.srv.log, st, start, time.Now())
+	}
 	l.dispatch(&out)
 	if to := replyTo(st); to != 0 && !answered(&out, to) && !l.state.Parked(to) {
 		l.deliver(to, nil)

@@ -20,7 +20,8 @@ import (
 //   - footprint: the engine's per-kind state counts (scheduler.Footprint);
 //   - heap_*: the Go runtime's view, to tell live objects from memory
 //     freed but not yet returned to the OS;
-//   - helper_pid, helpers_recycled: the materializer child.
+//   - helper_pid, helper_pids, helpers_recycled: the materializer children
+//     (the first helper, every running one, those replaced for memory).
 func (s *Server) processStats(fp scheduler.Footprint) *protocol.Map {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
@@ -34,8 +35,17 @@ func (s *Server) processStats(fp scheduler.Footprint) *protocol.Map {
 		"heap_released", int64(ms.HeapReleased),
 		"heap_sys", int64(ms.HeapSys),
 		"helper_pid", int64(s.mat.PID()),
+		"helper_pids", pidList(s.mat.PIDs()),
 		"helpers_recycled", s.mat.Recycled(),
 	)
+}
+
+func pidList(pids []int) []any {
+	out := make([]any, len(pids))
+	for i, p := range pids {
+		out[i] = int64(p)
+	}
+	return out
 }
 
 func openFDs() int {

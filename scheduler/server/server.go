@@ -49,7 +49,7 @@ type Server struct {
 	rpc  *comm.Server
 	lis  comm.Listener
 	pool *comm.Pool
-	mat  *compat.Materializer
+	mat  *compat.HelperPool
 	loop *loop
 
 	mu      sync.Mutex
@@ -69,6 +69,7 @@ type Server struct {
 	// replicaMu makes replicate and rebalance mutually exclusive
 	// (Scheduler._replica_lock).
 	replicaMu sync.Mutex
+	tracing   bool // --log-level trace: the round-trip profile's events (trace.go)
 }
 
 // Start listens, starts the materializer and the engine loop, and serves.
@@ -89,18 +90,20 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		memory:   newMemoryReturner(),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	opts := &comm.Options{Compression: cfg.Compression}
+	trace := messageTrace(s.log)
+	s.tracing = trace != nil
+	opts := &comm.Options{Compression: cfg.Compression, Trace: trace}
 	lis, err := comm.Listen(ctx, cfg.Listen, opts)
 	if err != nil {
 		s.cancel()
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
 	s.lis = lis
-	s.pool = comm.NewPool(comm.PoolConfig{Options: &comm.Options{Compression: cfg.Compression, PickleProtocol: 4},
+	s.pool = comm.NewPool(comm.PoolConfig{Options: &comm.Options{Compression: cfg.Compression, PickleProtocol: 4, Trace: trace},
 		Limit: cfg.ConnectionLimit})
 
 	results := make(chan scheduler.Stimulus, 64)
-	s.mat, err = compat.Start(ctx, compat.Config{Python: cfg.Python, Log: s.log, Results: results,
+	s.mat, err = compat.StartPool(ctx, compat.Config{Python: cfg.Python, Log: s.log, Results: results,
 		Ordering: cfg.TaskOrdering, CheckOrder: cfg.CheckOrder, HashSeed: cfg.HashSeed})
 	if err != nil {
 		lis.Close()

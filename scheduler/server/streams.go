@@ -28,7 +28,7 @@ func (s *Server) registerClient(ctx context.Context, req *comm.Request) (any, er
 	if err := conn.Write(start); err != nil {
 		return nil, fmt.Errorf("stream-start to client %s: %w", id, err)
 	}
-	b := comm.NewAdaptiveBatchedSend(conn, comm.SchedulerToClientInterval, comm.SchedulerToClientBusyInterval, func(err error) {
+	b := comm.NewBatchedSend(conn, 0, func(err error) {
 		log.Debug().Err(err).Msg("client stream write failed")
 	})
 	s.mu.Lock()
@@ -142,7 +142,7 @@ func (s *Server) registerWorker(ctx context.Context, req *comm.Request) (any, er
 	if err := conn.Write(reply); err != nil {
 		return nil, fmt.Errorf("register-worker reply to %s: %w", aw.Address, err)
 	}
-	b := comm.NewBatchedSend(conn, comm.SchedulerToWorkerInterval, func(err error) {
+	b := comm.NewBatchedSend(conn, 0, func(err error) {
 		log.Debug().Err(err).Msg("worker stream write failed")
 	})
 	s.mu.Lock()

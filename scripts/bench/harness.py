@@ -7,6 +7,8 @@ the same workloads, stock workers and stock Client (issue 5).
     scripts/bench.sh --workloads graph-path   # the graph path only (scripts/bench/graph_path.py)
     scripts/bench.sh --workloads waiting      # what the scheduler holds per waiting task (scripts/bench/waiting.py)
     scripts/bench.sh --workloads stealing     # work stealing on and off, Go and Python (scripts/bench/stealing.py)
+    scripts/bench.sh --workloads latency      # round trips of small computations (scripts/bench/latency.py)
+    scripts/bench.sh --workloads dask-tests   # dask's array tests through each scheduler (scripts/bench/dask_tests.py)
 
 For every (workload, configuration, repetition) it records wall time, the
 worker processes' summed RSS every 100 ms (psutil, from outside) and its
@@ -37,7 +39,9 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import dask_tests  # noqa: E402
 import graph_path  # noqa: E402
+import latency  # noqa: E402
 import overhead  # noqa: E402
 import stealing  # noqa: E402
 import waiting  # noqa: E402
@@ -246,6 +250,10 @@ def parse_args(argv=None):
                     help=f"with --workloads stealing: cases of {', '.join(stealing.CASES)}")
     ap.add_argument("--stealing-configs", default=",".join(stealing.DEFAULT_CONFIGS),
                     help=f"with --workloads stealing: configurations of {', '.join(stealing.CONFIGS)}")
+    ap.add_argument("--latency-cases", default=",".join(latency.DEFAULT_CASES),
+                    help=f"with --workloads latency: cases of {', '.join(latency.CASES)}")
+    ap.add_argument("--dask-tests-files", default=",".join(dask_tests.DEFAULT_FILES),
+                    help="with --workloads dask-tests: test files of dask/array/tests")
     ap.add_argument("--profile", type=Path, default=None,
                     help="write the Go scheduler's CPU and heap profiles and the helper's cProfile of each "
                          "graph-path, waiting and stock-array run into this directory (DIR/CASE-KIND-REP/; "
@@ -260,6 +268,11 @@ def parse_args(argv=None):
     args.graph_path = pick_cases(ap, args, graph_path, "graph_path_cases")
     args.waiting = pick_cases(ap, args, waiting, "waiting_cases")
     args.stealing = pick_cases(ap, args, stealing, "stealing_cases")
+    args.latency = pick_cases(ap, args, latency, "latency_cases")
+    args.dask_tests = dask_tests.NAME in args.workloads
+    if args.dask_tests:
+        args.workloads.remove(dask_tests.NAME)
+        args.no_overhead = args.no_overhead or not args.workloads
     args.stealing_configs = [c for c in args.stealing_configs.split(",") if c]
     for c in args.stealing_configs:
         if c not in stealing.CONFIGS:
@@ -330,6 +343,20 @@ def main(argv=None) -> int:
                                   timeout=args.timeout, on_record=lambda r: stealing.write(out, r, machine))
         stealing.write(out, steals, machine)
         paths += steals
+    if args.latency:
+        lat = latency.run_all(tmp, args.latency_cases, args.repetitions, args.smoke, timeout=args.timeout,
+                              on_record=lambda r: latency.write(out, r, machine))
+        latency.write(out, lat, machine)
+        paths += lat
+    if args.dask_tests:
+        files = [f for f in args.dask_tests_files.split(",") if f]
+        runs = dask_tests.run_all(tmp, files[:1] if args.smoke else files, ["py", "go"], 0 if args.smoke else 5)
+        dask_tests.write(out, runs, machine)
+        bad = dask_tests.regressions(runs)
+        paths += [{**r, "case": "dask-tests"} for r in runs]
+        if bad:
+            paths.append({"ok": False, "case": "dask-tests", "scheduler": "go",
+                          "error": f"{len(bad)} tests pass on Python's scheduler and fail on ours: {bad[:5]}"})
     if not args.overhead_only and args.workloads:
         records, series = run_matrix(
             args, ctx, tmp, lambda r, s: report.write(out, r, s, [], machine, with_plots=False))

@@ -27,7 +27,7 @@ import psutil
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = Path(__file__).resolve().parent
 VENV_BIN = Path(sys.executable).parent
-GO_SCHEDULER = ROOT / "bin" / "dask-go-scheduler"
+GO_SCHEDULER = Path(os.environ.get("DASK_GO_SCHEDULER_BINARY", ROOT / "bin" / "dask-go-scheduler"))  # an override, e.g. an older build to compare
 ZERO_WORKER = ROOT / "bin" / "dask-go-zero-worker"
 
 SATURATION = "DASK_DISTRIBUTED__SCHEDULER__WORKER_SATURATION"

@@ -58,7 +58,7 @@ type config struct {
 func main() {
 	var cfg config
 	flag.StringVar(&cfg.listen, "listen", "tcp://127.0.0.1:0", "address to listen on (port 0: any free port)")
-	flag.DurationVar(&cfg.interval, "interval", comm.SchedulerToWorkerInterval, "BatchedSend interval of the reply stream (the scheduler's to a worker)")
+	flag.DurationVar(&cfg.interval, "interval", 0, "BatchedSend interval of the reply stream (0: flush on idle, as the scheduler writes)")
 	flag.IntVar(&cfg.payload, "payload", 100, "bytes of the run_spec bytes value in each reply")
 	flag.StringVar(&cfg.logLevel, "log-level", "warn", "debug, info, warn or error (stderr)")
 	flag.Parse()

@@ -1,0 +1,17 @@
+package comm
+
+import "time"
+
+// Trace is told of every message a Conn reads (dir 'r', once decoded) or
+// writes (dir 'w', once written), with the time it happened. It exists for
+// the round-trip profile (scripts/bench/roundtrip_profile.py), which lines
+// these times up with the peers' own; nil, the default, costs one pointer
+// test per message. It runs on the reading or writing goroutine: it must be
+// quick and must not keep msg, whose blobs alias reused buffers.
+type Trace func(dir byte, c *Conn, msg any, at time.Time)
+
+func (c *Conn) trace(dir byte, msg any) {
+	if c.opts != nil && c.opts.Trace != nil {
+		c.opts.Trace(dir, c, msg, time.Now())
+	}
+}
