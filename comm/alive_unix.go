@@ -3,6 +3,7 @@
 package comm
 
 import (
+	"crypto/tls"
 	"errors"
 	"net"
 	"syscall"
@@ -13,6 +14,12 @@ import (
 // consuming anything: recv(MSG_PEEK|MSG_DONTWAIT). distributed notices the
 // same through tornado's close callback on idle streams.
 func peerClosed(nc net.Conn) bool {
+	// Over TLS a byte waiting is no sign of trouble (a TLS 1.3 server
+	// sends session tickets after the handshake): only EOF or an error is.
+	tlsc, isTLS := nc.(*tls.Conn)
+	if isTLS {
+		nc = tlsc.NetConn()
+	}
 	tc, ok := nc.(*net.TCPConn)
 	if !ok {
 		return false
@@ -28,8 +35,10 @@ func peerClosed(nc net.Conn) bool {
 		switch {
 		case errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK):
 			closed = false
-		case err != nil, n == 0, n > 0: // error, EOF, or bytes nobody asked for
+		case err != nil, n == 0: // error or EOF
 			closed = true
+		case n > 0: // bytes nobody asked for, unless a TLS record
+			closed = !isTLS
 		}
 		return true // never wait for readiness
 	})

@@ -151,8 +151,27 @@ func TestBatchedAbortUnblocks(t *testing.T) {
 	a, _ := pipePair(t, nil, nil)
 	bs := NewBatchedSend(a, 0, nil)
 	_ = bs.Send("blocks forever: nobody reads the pipe")
-	bs.Abort() // must return although the write is stuck
-	<-bs.Done()
+	aborted := make(chan struct{})
+	go func() {
+		bs.Abort() // must return although the write is stuck
+		close(aborted)
+	}()
+	select {
+	case <-aborted:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Abort did not return within 10 s of a write stuck on a peer that never reads")
+	}
+	select {
+	case <-bs.Done():
+	default:
+		t.Fatal("Abort returned before the writer goroutine exited")
+	}
+	if !a.Closed() {
+		t.Fatal("Abort left the Conn open")
+	}
+	if err := bs.Send("late"); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Send after Abort: %v, want ErrClosed", err)
+	}
 }
 
 // With interval 0 no write ever waits for a timer: a message on an idle

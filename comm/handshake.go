@@ -2,6 +2,7 @@ package comm
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"time"
@@ -121,6 +122,13 @@ func (c *Conn) handshake(ctx context.Context) error {
 		_ = c.nc.SetDeadline(time.Time{})
 	}()
 
+	if tc, ok := c.nc.(*tls.Conn); ok {
+		// TLS first, within the same deadline: a peer that never
+		// completes it is closed after the connect timeout.
+		if err := tc.HandshakeContext(ctx); err != nil {
+			return fmt.Errorf("TLS handshake with %s: %w", c.peerAddr, err)
+		}
+	}
 	c.local = c.localHandshake()
 	frames, err := protocol.Encode(c.local.message(), nil)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"runtime/debug"
 	"sync"
@@ -208,7 +209,7 @@ func (s *Server) serveConn(sc *serverConn) {
 		s.untrack(sc)
 	}()
 	if err := c.Handshake(s.ctx); err != nil {
-		logReadError(log, err, "handshake failed; closing connection")
+		logHandshakeError(log, err)
 		return
 	}
 	log.Debug().Msg("connection established")
@@ -267,6 +268,18 @@ func (s *Server) readRequest(sc *serverConn, log zerolog.Logger) (*Request, bool
 
 // logReadError keeps ordinary hang-ups and idle reaping at debug level and
 // protocol violations at warn.
+// logHandshakeError: a peer refused at the handshake (a TLS failure, a
+// handshake never completed within the connect timeout, bytes that are
+// not a handshake) is worth a warning with its address; a peer that only
+// connected and left (a TCP probe) is not.
+func logHandshakeError(log zerolog.Logger, err error) {
+	if errors.Is(err, ErrClosed) || errors.Is(err, io.EOF) {
+		log.Debug().Err(err).Msg("peer left before the handshake")
+		return
+	}
+	log.Warn().Err(err).Msg("handshake failed; connection refused")
+}
+
 func logReadError(log zerolog.Logger, err error, msg string) {
 	var ne net.Error
 	switch {

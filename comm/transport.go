@@ -2,6 +2,7 @@ package comm
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"strings"
@@ -44,6 +45,12 @@ type Options struct {
 	TCPTimeout time.Duration
 	// Trace, if set, sees every message read or written (trace.go).
 	Trace Trace
+	// TLS is the role's TLS configuration, needed for tls:// addresses
+	// (tls.go); nil: tls:// is refused.
+	TLS *TLSConfig
+	// RequireEncryption refuses tcp:// both ways, as
+	// distributed.comm.require-encryption does (RequireEncryptionMixin).
+	RequireEncryption bool
 }
 
 func (o *Options) limits() protocol.Limits {
@@ -67,14 +74,27 @@ func (o *Options) tcpTimeout() time.Duration {
 	return o.TCPTimeout
 }
 
-// Transport opens byte streams for one address scheme. Only "tcp" exists;
-// "tls" will be a second implementation wrapping the same net.Conn flow.
+// Transport opens byte streams for one address scheme: "tcp", and "tls",
+// which is TCP with crypto/tls on top (the TLS handshake itself runs in
+// Conn.Handshake, in the connection's goroutine).
 type Transport interface {
 	Listen(ctx context.Context, hostport string, opts *Options) (net.Listener, error)
 	Dial(ctx context.Context, hostport string, opts *Options) (net.Conn, error)
 }
 
-var transports = map[string]Transport{"tcp": tcpTransport{}}
+var transports = map[string]Transport{"tcp": tcpTransport{}, "tls": tlsTransport{}}
+
+// checkScheme refuses what the options rule out, before any socket:
+// tls:// without a TLS configuration, tcp:// when encryption is required.
+func checkScheme(scheme, addr string, opts *Options) error {
+	switch {
+	case scheme == "tls" && (opts == nil || opts.TLS == nil):
+		return fmt.Errorf("%s: tls:// needs a TLS configuration (distributed.comm.tls.*, or --tls-ca-file, --tls-cert, --tls-key)", addr)
+	case scheme != "tls" && opts != nil && opts.RequireEncryption:
+		return fmt.Errorf("encryption required by Dask configuration, refusing communication from/to %q", addr)
+	}
+	return nil
+}
 
 // Listener accepts connections on one address. Accept returns a *Conn whose
 // handshake has not run yet (like crypto/tls): the caller runs
@@ -116,6 +136,9 @@ func Listen(ctx context.Context, addr string, opts *Options) (Listener, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkScheme(scheme, addr, opts); err != nil {
+		return nil, err
+	}
 	nl, err := transports[scheme].Listen(ctx, hostport, opts)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", addr, err)
@@ -128,6 +151,9 @@ func Listen(ctx context.Context, addr string, opts *Options) (Listener, error) {
 func Dial(ctx context.Context, addr string, opts *Options) (*Conn, error) {
 	scheme, hostport, err := ParseAddress(addr)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkScheme(scheme, addr, opts); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, opts.handshakeTimeout())
@@ -158,6 +184,9 @@ func (l *listener) Accept() (*Conn, error) {
 	if tc, ok := nc.(*net.TCPConn); ok {
 		setTCPTimeout(tc, l.opts.tcpTimeout())
 	}
+	if l.scheme == "tls" {
+		nc = tls.Server(nc, l.opts.TLS.Server)
+	}
 	return newConn(nc, l.scheme, l.opts), nil
 }
 
@@ -179,6 +208,20 @@ func (tcpTransport) Dial(ctx context.Context, hostport string, opts *Options) (n
 	}
 	setTCPTimeout(nc.(*net.TCPConn), opts.tcpTimeout())
 	return nc, nil
+}
+
+type tlsTransport struct{}
+
+func (tlsTransport) Listen(ctx context.Context, hostport string, opts *Options) (net.Listener, error) {
+	return tcpTransport{}.Listen(ctx, hostport, opts)
+}
+
+func (tlsTransport) Dial(ctx context.Context, hostport string, opts *Options) (net.Conn, error) {
+	nc, err := tcpTransport{}.Dial(ctx, hostport, opts)
+	if err != nil {
+		return nil, err
+	}
+	return tls.Client(nc, opts.TLS.Client), nil
 }
 
 // setTCPTimeout mirrors distributed/comm/tcp.py: set_tcp_timeout: keepalive

@@ -42,6 +42,14 @@ var wantDefaults = SchedulerSettings{
 	WorkStealingInterval: time.Second, ActiveMemoryManager: true, ActiveMemoryManagerInterval: 2 * time.Second,
 	ConnectTimeout: 30 * time.Second, TCPTimeout: 30 * time.Second,
 	TaskOrdering: "go", LeaseValidationInterval: 10 * time.Second,
+	HTTPRoutes: []string{
+		"distributed.http.scheduler.prometheus", "distributed.http.scheduler.info",
+		"distributed.http.scheduler.json", "distributed.http.health",
+		"distributed.http.proxy", "distributed.http.statics",
+	},
+	TaskStreamLength: 1000,
+	TLS:              TLSSettings{MinVersion: 1.2},
+	DefaultScheme:    "tcp",
 }
 
 func TestSettingsDefaults(t *testing.T) {
@@ -167,6 +175,16 @@ func TestEnvSettings(t *testing.T) {
 	if s.DefaultTaskDurations["my_func"] != 3*time.Hour || s.DefaultTaskDurations["rechunk-split"] != time.Microsecond {
 		t.Fatalf("default-task-durations %v", s.DefaultTaskDurations)
 	}
+	// A list from the environment is a Python literal, as
+	// dask.config.collect_env reads it: how a Kubernetes pod turns the API on.
+	s = load(t, env(`DASK_DISTRIBUTED__SCHEDULER__HTTP__ROUTES=["distributed.http.scheduler.api", "distributed.http.health"]`))
+	if !reflect.DeepEqual(s.HTTPRoutes, []string{"distributed.http.scheduler.api", "distributed.http.health"}) {
+		t.Fatalf("http.routes %q", s.HTTPRoutes)
+	}
+	if _, err := LoadSchedulerSettings(env("DASK_DISTRIBUTED__SCHEDULER__HTTP__ROUTES=5")); err == nil ||
+		!strings.Contains(err.Error(), "distributed.scheduler.http.routes") {
+		t.Fatalf("routes = 5: %v", err)
+	}
 	s = load(t, env("DASK_DISTRIBUTED__SCHEDULER__WORKER_SATURATION=1.0", "DASK_DISTRIBUTED__SCHEDULER__WORKER_TTL=300s"))
 	if s.WorkerSaturation != 1.0 || s.WorkerTTL != 5*time.Minute {
 		t.Fatalf("settings %+v", s)
@@ -241,14 +259,14 @@ func TestParseTimedeltaAndBytes(t *testing.T) {
 		"1us": time.Microsecond, "h": time.Hour, "1.5 Hours": 90 * time.Minute, 3: 3 * time.Second,
 		int64(2): 2 * time.Second, 0.25: 250 * time.Millisecond, "2 days": 48 * time.Hour, "1W": 7 * 24 * time.Hour,
 	} {
-		got, err := parseTimedelta(in)
+		got, err := ParseTimedelta(in)
 		if err != nil || got != want {
-			t.Errorf("parseTimedelta(%#v) = %v, %v; want %v", in, got, err, want)
+			t.Errorf("ParseTimedelta(%#v) = %v, %v; want %v", in, got, err, want)
 		}
 	}
 	for _, in := range []any{"5 parsecs", "", "abc1", nil, true, "1e400s"} {
-		if d, err := parseTimedelta(in); err == nil {
-			t.Errorf("parseTimedelta(%#v) = %v, want an error", in, d)
+		if d, err := ParseTimedelta(in); err == nil {
+			t.Errorf("ParseTimedelta(%#v) = %v, want an error", in, d)
 		}
 	}
 	for in, want := range map[any]int64{

@@ -106,10 +106,11 @@ var timedeltaUnits = map[string]float64{
 	"milliseconds": 1e-3, "microseconds": 1e-6, "nanoseconds": 1e-9,
 }
 
-// parseTimedelta is dask.utils.parse_timedelta with default unit seconds:
+// ParseTimedelta is dask.utils.parse_timedelta with default unit seconds:
 // numbers are seconds, strings are "<number><unit>" with optional spaces
-// ("5 minutes", "500ms", "1us", "h" = one hour).
-func parseTimedelta(v any) (time.Duration, error) {
+// ("5 minutes", "500ms", "1us", "h" = one hour). Config files and clients'
+// ops (fifo_timeout, timeouts, get_events' since) spell durations this way.
+func ParseTimedelta(v any) (time.Duration, error) {
 	var s string
 	switch x := v.(type) {
 	case int:

@@ -4,7 +4,7 @@
 //   - the graph materializer (materializer*.go): a long-lived Python helper
 //     process that turns a client's update-graph op into per-task facts, the
 //     way distributed's Scheduler.update_graph / _materialize_graph do it;
-//     graph_builder.go then culls (_cull) and orders (scheduler/order, the Go
+//     graph_builder.go then culls (_cull) and orders (compat/order, the Go
 //     port of dask.order) in Go; it also runs the Python half of P2P shuffles
 //     (materializer_shuffle.go: the ShuffleWorkerPlugin pickle for
 //     register-worker, and shuffle_run, which builds a run's
@@ -12,7 +12,7 @@
 //   - dask configuration (config.go, settings.go): dask's YAML files and
 //     DASK_* environment variables, read with dask's precedence rules into a
 //     typed SchedulerSettings;
-//   - compat/pickle: the few pickles the scheduler originates itself.
+//   - protocol/pickle: the few pickles the scheduler originates itself.
 //
 // Materializer data flow:
 //
@@ -28,7 +28,7 @@
 // request and answer is typed in helper_wire.py and helperwire.go. A task's
 // run_spec comes back as its GraphNode pickled with persistent ids for its
 // callables, each callable pickled once per graph into an object table;
-// TaskSpec splices them back (compat/pickle) when the task is sent.
+// TaskSpec splices them back (protocol/pickle) when the task is sent.
 //
 // Invariants:
 //   - Requests are answered in submission order; every Submit yields exactly

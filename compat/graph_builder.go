@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"strings"
 
-	"daskgo/compat/pickle"
+	"daskgo/compat/order"
 	"daskgo/protocol"
+	"daskgo/protocol/pickle"
 	"daskgo/scheduler"
-	"daskgo/scheduler/order"
 )
 
 // graphBuilder assembles one materialize answer: it converts each chunk as
@@ -25,8 +25,12 @@ type graphBuilder struct {
 	specBytes int64
 	kinds     map[string]string // interned kind names: one string per kind, not per task
 	final     *graphFinal
-	hashSeed  uint32 // the PYTHONHASHSEED dask.order is reproduced under
+	hashSeed  uint32   // the PYTHONHASHSEED dask.order is reproduced under
+	warnings  []string // malformed annotations, ignored (at most maxWarnings)
 }
+
+// maxWarnings bounds the annotation warnings logged per graph.
+const maxWarnings = 10
 
 // maxPresize caps the helper's size hint.
 const maxPresize = 1 << 24
@@ -64,9 +68,13 @@ func (b *graphBuilder) add(c graphChunk) error {
 			kind = strings.Clone(wt.kind)
 			b.kinds[kind] = kind
 		}
+		ann, warns := decodeAnnotations(wt.key, wt.annotations)
+		if n := min(len(warns), maxWarnings-len(b.warnings)); n > 0 {
+			b.warnings = append(b.warnings, warns[:n]...)
+		}
 		b.tasks = append(b.tasks, scheduler.GraphTask{
 			Key: wt.key, Deps: wt.deps, Order: wt.order, Kind: kind,
-			DataProducer: wt.dataProducer, Annotations: wt.annotations, RunSpec: &specs[i],
+			DataProducer: wt.dataProducer, Annotations: ann, RunSpec: &specs[i],
 		})
 	}
 	if c.final != nil {

@@ -84,10 +84,10 @@ func TestPoolSpareHelperServesWhileOneStalls(t *testing.T) {
 	release := filepath.Join(dir, "release")
 	stall := stallGraph(t, dir, release)
 	p := startPool(t, Config{SpareAfter: 50 * time.Millisecond, SpareIdle: 300 * time.Millisecond})
-	if err := p.Submit(scheduler.HelperRequest{ID: 1, Client: "Client-stalling", Msg: stall}); err != nil {
+	if err := p.Submit(helperRequest(t, 1, "Client-stalling", stall)); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Submit(scheduler.HelperRequest{ID: 2, Client: "Client-small", Msg: updateGraph(t, "submit_inc")}); err != nil {
+	if err := p.Submit(helperRequest(t, 2, "Client-small", updateGraph(t, "submit_inc"))); err != nil {
 		t.Fatal(err)
 	}
 	small := awaitPool(t, p, 2*time.Minute)
@@ -122,7 +122,7 @@ func TestPoolSpareHelperServesWhileOneStalls(t *testing.T) {
 func TestPoolOneHelperWhenNothingWaits(t *testing.T) {
 	p := startPool(t, Config{SpareAfter: time.Hour})
 	for id := int64(1); id <= 5; id++ {
-		if err := p.Submit(scheduler.HelperRequest{ID: id, Client: "Client-test", Msg: updateGraph(t, "submit_inc")}); err != nil {
+		if err := p.Submit(helperRequest(t, id, "Client-test", updateGraph(t, "submit_inc"))); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -37,7 +37,7 @@ A TASK is a list indexed by the TASK_* constants. Its "spec" is the task's
 GraphNode pickled with persistent ids: every callable in it is an index into
 the graph's object table, which grows by the "objects" of each chunk (an
 object arrives in the chunk of the first task that uses it). The Go side
-splices the objects back in when it sends the task (compat/pickle/splice.go).
+splices the objects back in when it sends the task (protocol/pickle/splice.go).
 """
 
 from __future__ import annotations

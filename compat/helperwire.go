@@ -40,7 +40,7 @@ func encodeVersionsRequest(id int64) ([][]byte, error) {
 	return protocol.Encode(protocol.NewMap("op", "versions", "id", id), nil)
 }
 
-func encodeMaterializeRequest(id int64, msg *protocol.Map, ordering string, checkOrder bool) ([][]byte, error) {
+func encodeMaterializeRequest(id int64, msg any, ordering string, checkOrder bool) ([][]byte, error) {
 	return protocol.Encode(protocol.NewMap("op", "materialize", "id", id, "msg", msg,
 		"ordering", ordering, "check_order", checkOrder), nil)
 }

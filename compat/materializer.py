@@ -179,7 +179,7 @@ class ObjectTable:
 
 class SpecPickler(pickle.Pickler):
     """Pickles one GraphNode at a time with the C pickler, its callables as
-    persistent ids into the ObjectTable (compat/pickle/splice.go puts them
+    persistent ids into the ObjectTable (protocol/pickle/splice.go puts them
     back for the worker)."""
 
     def __init__(self, table):

@@ -144,9 +144,20 @@ func awaitResultOf[T scheduler.Stimulus](t testing.TB, m *Materializer) T {
 
 func submit(t testing.TB, m *Materializer, id int64, msg *protocol.Map) {
 	t.Helper()
-	if err := m.Submit(scheduler.HelperRequest{ID: id, Client: "Client-test", Msg: msg}); err != nil {
+	if err := m.Submit(helperRequest(t, id, "Client-test", msg)); err != nil {
 		t.Fatalf("submit: %v", err)
 	}
+}
+
+// helperRequest is what the engine sends for an update-graph op: its keys,
+// decoded, and the op as the payload.
+func helperRequest(t testing.TB, id int64, client string, msg *protocol.Map) scheduler.HelperRequest {
+	t.Helper()
+	keys, err := protocol.KeysOf(msg.Get("keys"))
+	if err != nil && msg.Get("keys") != nil {
+		t.Fatalf("update-graph keys: %v", err)
+	}
+	return scheduler.HelperRequest{ID: id, Client: client, Keys: keys, Msg: msg}
 }
 
 // keySet renders keys as a sorted list of their str() forms, for diffs.

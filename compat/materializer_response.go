@@ -90,14 +90,9 @@ func (m *Materializer) finishGraph(inc *incarnation, j *job) {
 		m.fail(j, fmt.Sprintf("materializer helper returned a malformed graph: %v", j.bad))
 		return
 	}
-	keys, err := protocol.KeysOf(j.req.Msg.Get("keys"))
-	if err != nil {
-		m.fail(j, fmt.Sprintf("update-graph keys: %v", err))
-		return
-	}
 	b := j.graph
 	j.graph = nil
-	tasks, chk, err := b.finish(keys)
+	tasks, chk, err := b.finish(j.req.Keys)
 	if err != nil {
 		m.fail(j, fmt.Sprintf("materialized graph: %v", err))
 		return
@@ -106,6 +101,9 @@ func (m *Materializer) finishGraph(inc *incarnation, j *job) {
 	// benchmarks subtract it to get the scheduler's own bytes per task)
 	m.log.Info().Int64("request", j.req.ID).Int("tasks", len(tasks)).Int64("run_spec_bytes", b.specBytes).
 		Msg("graph materialized")
+	for _, w := range b.warnings {
+		m.log.Warn().Int64("request", j.req.ID).Msg(w)
+	}
 	// the helper sends its last chunk after freeing the graph
 	m.noteHelperRSS(inc, processRSS(inc.pid))
 	if chk.checked {

@@ -23,7 +23,7 @@ import (
 // not with the recording: dask.order iterates sets, so its result depends on
 // the hash seed and on how each dependency frozenset was built; the
 // recording's frozensets were built by dask's own code paths, Go's port
-// builds them from the dependency lists (scheduler/order/doc.go).
+// builds them from the dependency lists (compat/order/doc.go).
 func TestMaterializeMatchesPythonScheduler(t *testing.T) {
 	m := sharedMaterializer(t)
 	for i, name := range []string{
@@ -75,7 +75,7 @@ func compareWithScheduler(t *testing.T, got []scheduler.GraphTask, want map[prot
 		if task.DataProducer != w.dataProducer {
 			t.Errorf("%s: data_producer %v, scheduler had %v", task.Key, task.DataProducer, w.dataProducer)
 		}
-		if g, e := canonical(task.Annotations), canonical(w.annotations); g != e {
+		if g, e := canonical(verbatim(task.Annotations)), canonical(w.annotations); g != e {
 			t.Errorf("%s: annotations %s, scheduler had %s", task.Key, g, e)
 		}
 		checkRunSpec(t, task)
@@ -125,21 +125,28 @@ func TestMaterializeSpecifics(t *testing.T) {
 		return out
 	}
 	annotated := get("submit_annotated")["inc-2"]
+	raw := verbatim(annotated.Annotations)
 	for name, want := range map[string]string{
 		"priority": "5", "retries": "3", "allow_other_workers": "true",
 		"workers": `["tcp://127.0.0.1:1"]`, "resources": `["GPU": 1]`,
 	} {
-		v, ok := annotated.Annotations.Lookup(name)
+		v, ok := raw.Lookup(name)
 		if !ok {
-			t.Errorf("submit_annotated: annotation %q missing: %s", name, protocol.String(annotated.Annotations))
+			t.Errorf("submit_annotated: annotation %q missing: %s", name, protocol.String(raw))
 			continue
 		}
 		if got := canonical(v); got != want {
 			t.Errorf("annotation %s = %s, want %s", name, got, want)
 		}
 	}
-	if _, isList := annotated.Annotations.Get("workers").([]any); !isList {
-		t.Errorf("workers annotation is %T, want a msgpack list", annotated.Annotations.Get("workers"))
+	if _, isList := raw.Get("workers").([]any); !isList {
+		t.Errorf("workers annotation is %T, want a msgpack list", raw.Get("workers"))
+	}
+	// and decoded for the engine (annotations.go)
+	a := annotated.Annotations
+	if !a.HasPriority || a.Priority != 5 || !a.HasRetries || a.Retries != 3 || !a.LooseRestrictions ||
+		len(a.Workers) != 1 || a.Workers[0] != "tcp://127.0.0.1:1" || a.Resources["GPU"] != 1 {
+		t.Errorf("decoded annotations %+v", a)
 	}
 	dep := get("depends_on_future")
 	add, ok := dep["add-10"]
@@ -390,4 +397,12 @@ func TestRecycledHelperServesTheNextGraph(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// verbatim is the annotations dict a task carries to compute-task.
+func verbatim(a scheduler.Annotations) *protocol.Map {
+	if m, ok := a.Verbatim.(*protocol.Map); ok {
+		return m
+	}
+	return nil
 }

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"daskgo/compat/pickle"
 	"daskgo/compat/venv"
 	"daskgo/protocol"
+	"daskgo/protocol/pickle"
 )
 
 // TestRunSpecRoundTrip: for graphs covering every kind of run_spec content

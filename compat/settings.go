@@ -49,8 +49,33 @@ distributed:
     validate: false
     locks:
       lease-validation-interval: 10s
+    dashboard:
+      status:
+        task-stream-length: 1000
+      tls:
+        ca-file: null
+        key: null
+        cert: null
+    http:
+      routes:
+        - distributed.http.scheduler.prometheus
+        - distributed.http.scheduler.info
+        - distributed.http.scheduler.json
+        - distributed.http.health
+        - distributed.http.proxy
+        - distributed.http.statics
   comm:
     compression: false
+    default-scheme: tcp
+    require-encryption: null
+    tls:
+      ciphers: null
+      min-version: 1.2
+      max-version: null
+      ca-file: null
+      scheduler:
+        cert: null
+        key: null
     timeouts:
       connect: 30s
       tcp: 30s
@@ -108,7 +133,7 @@ type SchedulerSettings struct {
 	// after every step (slow; for debugging).
 	ValidateInvariants bool
 	// TaskOrdering is who computes dask.order's priorities: "go" (the port in
-	// scheduler/order, default) or "python" (dask.order.order in the
+	// compat/order, default) or "python" (dask.order.order in the
 	// materializer helper, as distributed does: the fallback for a dask
 	// version the port has not been checked against).
 	// distributed.scheduler.task-ordering, ours.
@@ -123,6 +148,33 @@ type SchedulerSettings struct {
 	// file-descriptor limit (Scheduler.__init__'s connection_limit).
 	// distributed.scheduler.connection-limit, ours: distributed has no key.
 	ConnectionLimit int
+	// HTTPRoutes are the route modules the dashboard address serves
+	// (distributed.scheduler.http.routes; scheduler/server/web).
+	HTTPRoutes []string
+	// TaskStreamLength: task runs the dashboard's task stream keeps
+	// (distributed.scheduler.dashboard.status.task-stream-length).
+	TaskStreamLength int
+	// TLS is the scheduler role's distributed.comm.tls.* (ca-file,
+	// scheduler.cert and .key, min-version, max-version, ciphers); empty
+	// paths when unset.
+	TLS TLSSettings
+	// RequireEncryption is distributed.comm.require-encryption: nil when
+	// null (then, as Security does, true exactly when TLS flags are given).
+	RequireEncryption *bool
+	// DefaultScheme: distributed.comm.default-scheme, for a listen address
+	// without one.
+	DefaultScheme string
+	// DashboardTLS is distributed.scheduler.dashboard.tls.* (cert, key,
+	// ca-file): HTTPS on the dashboard address when cert is set.
+	DashboardTLS TLSSettings
+}
+
+// TLSSettings are TLS file paths (or PEM text) and versions as dask
+// config spells them; comm.TLSSettings is built from them.
+type TLSSettings struct {
+	CAFile, Cert, Key      string
+	MinVersion, MaxVersion any // 1.2, 1.3 or nil
+	Ciphers                string
 }
 
 // LoadSchedulerSettings reads dask configuration from src and returns the
@@ -165,6 +217,23 @@ func SchedulerSettingsFrom(cfg *DaskConfig) (SchedulerSettings, error) {
 		TaskOrdering:                 r.choice("distributed.scheduler.task-ordering", "go", "python"),
 		TaskOrderingCheck:            r.boolean("distributed.scheduler.task-ordering-check"),
 		ConnectionLimit:              r.optInteger("distributed.scheduler.connection-limit"),
+		HTTPRoutes:                   r.strings("distributed.scheduler.http.routes"),
+		TaskStreamLength:             r.integer("distributed.scheduler.dashboard.status.task-stream-length"),
+		TLS: TLSSettings{
+			CAFile:     r.optString("distributed.comm.tls.ca-file"),
+			Cert:       r.optString("distributed.comm.tls.scheduler.cert"),
+			Key:        r.optString("distributed.comm.tls.scheduler.key"),
+			MinVersion: r.get("distributed.comm.tls.min-version"),
+			MaxVersion: r.get("distributed.comm.tls.max-version"),
+			Ciphers:    r.optString("distributed.comm.tls.ciphers"),
+		},
+		RequireEncryption: r.optBool("distributed.comm.require-encryption"),
+		DefaultScheme:     r.choice("distributed.comm.default-scheme", "tcp", "tls"),
+		DashboardTLS: TLSSettings{
+			CAFile: r.optString("distributed.scheduler.dashboard.tls.ca-file"),
+			Cert:   r.optString("distributed.scheduler.dashboard.tls.cert"),
+			Key:    r.optString("distributed.scheduler.dashboard.tls.key"),
+		},
 	}
 	if !r.ammPolicies("distributed.scheduler.active-memory-manager.policies") {
 		s.ActiveMemoryManager = false // no policy: the AMM would do nothing
@@ -283,6 +352,48 @@ func (r *reader) integer(key string) int {
 	return int(f)
 }
 
+// optString is a string or null ("").
+func (r *reader) optString(key string) string {
+	v := r.get(key)
+	if v == nil {
+		return ""
+	}
+	s, ok := v.(string)
+	if !ok {
+		r.bad(key, v, "a string or null")
+	}
+	return s
+}
+
+// optBool is a boolean or null (nil).
+func (r *reader) optBool(key string) *bool {
+	if r.get(key) == nil {
+		return nil
+	}
+	b := r.boolean(key)
+	return &b
+}
+
+// strings is a list of strings.
+func (r *reader) strings(key string) []string {
+	v := r.get(key)
+	list, ok := v.([]any)
+	if !ok {
+		r.bad(key, v, "a list of strings")
+		return nil
+	}
+	out := make([]string, 0, len(list))
+	for _, x := range list {
+		s, ok := x.(string)
+		if !ok {
+			r.bad(key, v, "a list of strings")
+			return nil
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
 // optInteger is an integer where null means "the default" (0).
 func (r *reader) optInteger(key string) int {
 	if r.get(key) == nil {
@@ -312,7 +423,7 @@ func (r *reader) boolean(key string) bool {
 
 func (r *reader) duration(key string) time.Duration {
 	v := r.get(key)
-	d, err := parseTimedelta(v)
+	d, err := ParseTimedelta(v)
 	if err != nil {
 		r.bad(key, v, `a duration such as "500ms", "30s", "5 minutes" or a number of seconds`)
 	}
@@ -339,7 +450,7 @@ func (r *reader) durations(key string) map[string]time.Duration {
 	}
 	out := make(map[string]time.Duration, len(d))
 	for prefix, pv := range d {
-		dur, err := parseTimedelta(pv)
+		dur, err := ParseTimedelta(pv)
 		if err != nil {
 			r.bad(key+"."+prefix, pv, "a duration")
 		}

@@ -1,8 +1,8 @@
 package compat
 
 import (
-	"daskgo/compat/pickle"
 	"daskgo/protocol"
+	"daskgo/protocol/pickle"
 	"daskgo/scheduler"
 )
 

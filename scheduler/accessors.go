@@ -163,16 +163,16 @@ func (s *State) WorkerIdentity(ws *WorkerState) *protocol.Map {
 	sort.Slice(res.Entries, func(i, j int) bool { return res.Entries[i].Key.(string) < res.Entries[j].Key.(string) })
 	m := protocol.NewMap(
 		"type", "Worker",
-		"id", ws.Name,
+		"id", ws.nameValue(),
 		"host", ws.Host,
 		"resources", res,
 		"local_directory", ws.LocalDirectory,
-		"name", ws.Name,
+		"name", ws.nameValue(),
 		"nthreads", int64(ws.NThreads),
 		"memory_limit", ws.MemoryLimit,
 		"last_seen", unixSeconds(ws.lastSeen),
 		"services", orEmpty(ws.Services),
-		"metrics", orEmpty(ws.metrics),
+		"metrics", orEmptyValue(ws.metrics),
 		"status", ws.status,
 		"nanny", nilIfEmpty(ws.Nanny),
 	)
@@ -217,9 +217,49 @@ func orEmpty(m *protocol.Map) *protocol.Map {
 	return m
 }
 
+func orEmptyValue(v any) any {
+	if v == nil {
+		return &protocol.Map{}
+	}
+	return v
+}
+
 func nilIfEmpty(s string) any {
 	if s == "" {
 		return nil
 	}
 	return s
+}
+
+// Counts is distributed's json/counts.json (CountsJSON.get), but for
+// desired_workers, which the caller adds: O(tasks), as there.
+func (s *State) Counts() map[string]int64 {
+	c := map[string]int64{"clients": int64(len(s.clients)), "workers": int64(len(s.workers)),
+		"tasks": int64(len(s.tasks)), "idle": int64(s.idle.Len()), "saturated": int64(s.saturated.Len()),
+		"unrunnable": int64(s.unrunnable.Len()), "hosts": int64(len(s.hosts))}
+	var bytes, cores, memory, processing int64
+	for _, ws := range s.workerOrder.Items() {
+		bytes += ws.nbytes
+		cores += int64(ws.NThreads)
+		memory += int64(ws.hasWhat.Len())
+		processing += int64(ws.processing.Len())
+	}
+	c["bytes"], c["cores"], c["memory"], c["processing"] = bytes, cores, memory, processing
+	var erred, released, waiting, waitingData int64
+	for _, ts := range s.tasks {
+		switch {
+		case ts.exceptionBlame != nil:
+			erred++
+		case ts.state == StatusReleased:
+			released++
+		}
+		if ts.waitingOn.Len() > 0 {
+			waiting++
+		}
+		if ts.waiters.Len() > 0 {
+			waitingData++
+		}
+	}
+	c["erred"], c["released"], c["waiting"], c["waiting_data"] = erred, released, waiting, waitingData
+	return c
 }

@@ -29,12 +29,6 @@ import (
 // for keys with fewer than 20 waiters or a replica to drop; the replicated
 // set is kept by addReplica/removeReplica, so keys held once cost nothing.
 
-// AMMTick runs the active memory manager once (the outer ring sends it
-// every active-memory-manager.interval while it is on).
-type AMMTick struct {
-	Base
-}
-
 func (s *State) ammOn() bool { return !s.cfg.NoActiveMemoryManager }
 
 // reduceReplicas is one AMM cycle with the ReduceReplicas policy.

@@ -22,13 +22,11 @@ func BenchmarkSubmitFinish(b *testing.B) {
 
 func benchSubmitFinish(b *testing.B, sat float64, n int) {
 	tasks := make([]GraphTask, n)
-	wanted := make([]any, n)
 	allKeys := make([]protocol.Key, n)
 	spec := BlobSpec{&protocol.Blob{Pickled: true, Header: []byte{0x80}, Frames: [][]byte{[]byte("spec")}}}
 	for i := range tasks {
 		key := fmt.Sprintf("inc-%d", i)
 		tasks[i] = GraphTask{Key: protocol.StrKey(key), Order: int64(i), Kind: "Task", RunSpec: spec}
-		wanted[i] = key
 		allKeys[i] = tasks[i].Key
 	}
 	workers := make([]string, 8)
@@ -46,7 +44,7 @@ func benchSubmitFinish(b *testing.B, sat float64, n int) {
 		}
 		s.Handle(&AddClient{Base: Base{ID: "ac", At: at}, Client: "c"})
 		out := s.Handle(&UpdateGraph{Base: Base{ID: "ug", At: at}, Client: "c",
-			Msg: protocol.NewMap("keys", protocol.Set(wanted), "fifo_timeout", "100 ms")})
+			Keys: allKeys, FifoTimeout: 100 * time.Millisecond})
 		out = s.Handle(&GraphMaterialized{Base: Base{ID: "gm", At: at}, RequestID: out.Helper[0].ID, Client: "c", Tasks: tasks})
 		pending := make([]*protocol.Map, 0, 64)
 		pendingTo := make([]string, 0, 64)

@@ -21,7 +21,7 @@ package scheduler
 type coBlock struct {
 	tasks []*TaskState
 	gen   uint64
-	// Pacing (copace.go), families only. byRank: the partition's tasks in
+	// Pacing (coassign_pace.go), families only. byRank: the partition's tasks in
 	// priority order; front: the rank of the most urgent task still queued
 	// in this block; paceScan: ranks below it hold no family to move;
 	// window: how far (in ranks) a worker's next task may be ahead of the
@@ -86,9 +86,6 @@ type coAssign struct {
 	runSeq uint64
 	genSeq uint64
 	cursor int // rotates which worker gets the first chunk of a partition
-	// target is the worker coFill chose for the task it is moving to
-	// processing; transitionQueuedProcessing consumes it.
-	target *WorkerState
 }
 
 func newCoAssign() coAssign {
@@ -222,7 +219,7 @@ func (s *State) coTopRun(h *ixheap[*coRun]) *coRun {
 }
 
 // coPartition hands the unowned pool to the running workers as runs: by
-// families dealt in priority order (cofamily.go), or, with families off,
+// families dealt in priority order (coassign_family.go), or, with families off,
 // one contiguous run of priorities per worker, proportional to its threads
 // (the withheld form of distributed's len(group)/total_nthreads*nthreads).
 // Fewer tasks than workers go one each, round-robin. O(u log u) for u
@@ -291,15 +288,18 @@ func (s *State) coPlace(b *coBlock) {
 	}
 }
 
-// coNext picks the task ws runs next: the head of its most urgent run, or,
-// when ws has run dry, the first task of the far half of the largest run
-// anywhere. nil means no task is owned.
-func (s *State) coNext(ws *WorkerState) *TaskState {
+// coNext picks the task ws runs next, and says why: the head of its most
+// urgent run, or, when ws has run dry, the first task of the far half of
+// the largest run anywhere. nil means no task is owned.
+func (s *State) coNext(ws *WorkerState) (*TaskState, Reason) {
+	why := Reason{Rule: RuleCoFamily, N2: float64(ws.processing.Len())}
 	r := s.coTopRun(runHeapOf(ws))
 	if r == nil {
+		victim := s.coTopRun(&s.co.bySize)
 		if r = s.coSteal(ws); r == nil {
-			return nil
+			return nil, why
 		}
+		why = Reason{Rule: RuleCoTakenOver, Other: victim.owner.Address}
 	}
 	if nr := s.coPace(r, ws); nr != nil {
 		r = nr
@@ -307,12 +307,17 @@ func (s *State) coNext(ws *WorkerState) *TaskState {
 	ts := r.block.tasks[r.lo]
 	if t := r.block.fams; t != nil {
 		t.started[ts.coFam] = true
+		if why.Rule == RuleCoFamily {
+			why.N1 = float64(ts.coFam)
+		}
+	} else if why.Rule == RuleCoFamily {
+		why.N1 = -1
 	}
 	r.block.tasks[r.lo] = nil
 	ts.coBlock = nil
 	s.co.owned--
 	s.coRefresh(r)
-	return ts
+	return ts, why
 }
 
 // coSteal gives ws the far half (rounded up) of the largest run: its least
@@ -374,13 +379,11 @@ func (s *State) coFill() {
 		if ws == nil {
 			return
 		}
-		ts := s.coNext(ws)
+		ts, why := s.coNext(ws)
 		if ts == nil {
 			return
 		}
-		s.co.target = ws
-		s.transitionTo(ts, StatusProcessing)
-		s.co.target = nil
+		s.transitionWith(ts, StatusProcessing, &transArgs{placement: Placement{Worker: ws, Reason: why}})
 		if ts.state == StatusQueued {
 			return // unreachable: the target had a free slot
 		}

@@ -5,12 +5,10 @@ import (
 	"sort"
 )
 
-// validateWithholding checks the invariants of WITHHOLDING.md that the
-// queue heap checks in validateQueue do not cover: the slot heap mirrors
-// idle_task_count, and co-assignment runs are contiguous, owned by running
-// workers, ordered, and account for every owned task.
-func (s *State) validateWithholding() {
-	s.validateSlotHeap()
+// validateCoAssignment checks the invariants of WITHHOLDING.md about
+// co-assignment: its runs are contiguous, owned by running workers,
+// ordered, and account for every owned task.
+func (s *State) validateCoAssignment() {
 	if !s.coOn() {
 		if s.co.owned != 0 || s.co.bySize.Len() != 0 {
 			panic(fmt.Sprintf("scheduler invariant broken: %d runs (%d tasks) without co-assignment", s.co.bySize.Len(), s.co.owned))
@@ -84,24 +82,4 @@ func (s *State) validateRun(r *coRun) int {
 		n++
 	}
 	return n
-}
-
-func validateHeapOrder[T comparable](h *ixheap[T], what string) {
-	for i := 1; i < len(h.items); i++ {
-		if h.less(h.items[i], h.items[(i-1)/2]) {
-			panic(fmt.Sprintf("scheduler invariant broken: %s heap order at %d", what, i))
-		}
-	}
-}
-
-func (s *State) validateSlotHeap() {
-	for i, e := range s.slots.items {
-		if e.ws.slotPos != i+1 || !s.idleTaskCount.Has(e.ws) || e.load != workerLoad(e.ws) {
-			panic(fmt.Sprintf("scheduler invariant broken: slot heap entry %d (%s) stale", i, e.ws.Address))
-		}
-	}
-	if s.slots.Len() != s.idleTaskCount.Len() {
-		panic(fmt.Sprintf("scheduler invariant broken: slot heap has %d workers, idle_task_count %d", s.slots.Len(), s.idleTaskCount.Len()))
-	}
-	validateHeapOrder(&s.slots, "slot")
 }

@@ -1,11 +1,8 @@
 package scheduler
 
 import (
-	"errors"
 	"fmt"
 	"math"
-	"strconv"
-	"strings"
 	"time"
 
 	"daskgo/protocol"
@@ -28,7 +25,7 @@ type Config struct {
 	RootTaskCoAssignment bool
 	// CoFamilyDepth: with co-assignment, roots that reach a common task
 	// within this many levels of dependents form a family that one worker
-	// runs (cofamily.go; distributed.scheduler.root-task-co-assignment-depth,
+	// runs (coassign_family.go; distributed.scheduler.root-task-co-assignment-depth,
 	// ours). 0 means 4; negative partitions by contiguous priority ranges
 	// instead (the first design, kept for comparison).
 	CoFamilyDepth int
@@ -82,10 +79,22 @@ type Config struct {
 	// TransitionLogSize bounds the transition log (default 100000, dask's
 	// transition-log-length).
 	TransitionLogSize int
+	// TransitionCounterMax bounds the transitions one stimulus may cause
+	// (distributed's transition_counter_max, which bounds them over the
+	// scheduler's life in its tests): a recommendation cycle then fails
+	// with the task's story instead of hanging the engine. 0 means 16 *
+	// (the most tasks held during the stimulus + 1024), far above the 3 or
+	// 4 transitions per task the largest legitimate cascade (a client
+	// releasing everything) makes.
+	TransitionCounterMax int
 	// TaskStreamLength bounds the task stream's records (TaskStreamPlugin's
 	// maxlen: the larger of distributed.scheduler.dashboard.status and
 	// .tasks task-stream-length, 100000 by default).
 	TaskStreamLength int
+	// DashboardStreamLength is how many of the last task runs the
+	// dashboard's task stream keeps (Snapshot.Stream); 0, the default,
+	// keeps none (no dashboard).
+	DashboardStreamLength int
 	// EventLogLength bounds each event topic's deque
 	// (distributed.admin.low-level-log-length, 1000 by default).
 	EventLogLength int
@@ -181,70 +190,6 @@ func (c *Config) ExactAllowedFailures(n int) {
 	c.AllowedFailures = n
 	c.allowedFailuresSet = true
 }
-
-// ErrBadTimedelta is returned by ParseTimedelta for unparsable input.
-var ErrBadTimedelta = errors.New("scheduler: bad timedelta")
-
-var timedeltaSizes = func() map[string]float64 {
-	m := map[string]float64{"s": 1, "ms": 1e-3, "us": 1e-6, "ns": 1e-9, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-	long := map[string]float64{"second": 1, "minute": 60, "hour": 3600, "day": 86400, "week": 7 * 86400,
-		"millisecond": 1e-3, "microsecond": 1e-6, "nanosecond": 1e-9}
-	for k, v := range long {
-		m[k] = v
-		m[k+"s"] = v
-	}
-	for k, v := range m {
-		m[strings.ToUpper(k)] = v
-	}
-	return m
-}()
-
-// ParseTimedelta mirrors dask.utils.parse_timedelta for the values a client
-// sends as fifo_timeout: "100 ms", "60s", 0.5, 3 (seconds by default).
-func ParseTimedelta(v any) (float64, error) {
-	var s string
-	switch x := v.(type) {
-	case nil:
-		return 0, nil
-	case int64:
-		return float64(x), nil
-	case float64:
-		return x, nil
-	case string:
-		s = x
-	default:
-		return 0, fmt.Errorf("%w: %s", ErrBadTimedelta, protocol.String(v))
-	}
-	s = strings.ReplaceAll(s, " ", "")
-	if s == "" {
-		return 0, fmt.Errorf("%w: empty", ErrBadTimedelta)
-	}
-	if s[0] < '0' || s[0] > '9' {
-		s = "1" + s
-	}
-	i := len(s)
-	for i > 0 && isASCIILetter(s[i-1]) {
-		i--
-	}
-	suffix := s[i:]
-	if suffix == "" {
-		suffix = "seconds"
-	}
-	n, err := strconv.ParseFloat(s[:i], 64)
-	if err != nil {
-		return 0, fmt.Errorf("%w: %q", ErrBadTimedelta, s)
-	}
-	mult, ok := timedeltaSizes[suffix]
-	if !ok {
-		mult, ok = timedeltaSizes[strings.ToLower(suffix)]
-	}
-	if !ok {
-		return 0, fmt.Errorf("%w: unit %q", ErrBadTimedelta, suffix)
-	}
-	return n * mult, nil
-}
-
-func isASCIILetter(c byte) bool { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') }
 
 // heartbeatInterval mirrors distributed.scheduler.heartbeat_interval: the
 // interval (s) we want worker heartbeats at, given n workers.

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"strings"
 	"testing"
 
 	"daskgo/protocol"
@@ -54,10 +55,16 @@ func TestComputeTaskExactFields(t *testing.T) {
 	}
 	// a root task's maps are empty but present and encodable
 	root := computeTasksTo(s.submit("c1", []GraphTask{task("c")}), "w1")
-	if len(root) == 1 {
-		if _, err := protocol.Encode(root[0], nil); err != nil {
-			t.Fatalf("root compute-task does not encode: %v", err)
+	if len(root) != 1 {
+		t.Fatalf("the root task c gave %d compute-tasks to w1, want 1", len(root))
+	}
+	for _, f := range []string{"who_has", "nbytes"} {
+		if root[0].Get(f) == nil {
+			t.Fatalf("root compute-task lacks %s (it must be an empty dict)", f)
 		}
+	}
+	if _, err := protocol.Encode(root[0], nil); err != nil {
+		t.Fatalf("root compute-task does not encode: %v", err)
 	}
 }
 
@@ -197,7 +204,51 @@ func TestTransitionLogIsBounded(t *testing.T) {
 		Tasks: []GraphTask{task("a"), task("b"), task("c")}})
 	log := s.TransitionLog()
 	eq(t, len(log), 4, "log length")
-	if len(s.Story(k("c"))) == 0 && len(s.Story(k("a"))) == 0 {
-		t.Fatal("story lost recent transitions")
+	// the newest four are kept, oldest first: c's released -> waiting ->
+	// processing is the last thing that happened
+	last := log[len(log)-1]
+	if last.Key != k("c") || last.To != StatusProcessing {
+		t.Fatalf("the log's last entry is %s -> %s of %s; want c reaching processing (the newest kept)", last.From, last.To, last.Key)
 	}
+	for i := 1; i < len(log); i++ {
+		if log[i].At.Before(log[i-1].At) {
+			t.Fatalf("log not oldest first at %d", i)
+		}
+	}
+	for _, e := range log {
+		if e.Key == k("a") && e.From == StatusReleased && e.To == StatusWaiting {
+			t.Fatal("a's first transition, the oldest, is still in a log of 4: the oldest entries were kept")
+		}
+	}
+}
+
+// TestTransitionCascadeCap: a stimulus that causes more transitions than
+// Config.TransitionCounterMax fails with the story of the task it was on
+// (the guard against a recommendation cycle hanging the engine; the cap
+// is set low here so that an ordinary graph crosses it).
+func TestTransitionCascadeCap(t *testing.T) {
+	s := newTestState(t, withWorkers("w1:1"), func(c *Config, _ *[]string) { c.TransitionCounterMax = 10 })
+	defer func() {
+		r := recover()
+		msg, _ := r.(string)
+		if !strings.Contains(msg, "caused more than 10 transitions") || !strings.Contains(msg, "story of") {
+			t.Fatalf("recovered %v; want the cap's panic with a story", r)
+		}
+	}()
+	s.submit("c1", rootTasks("x", 20))
+	t.Fatal("20 tasks released -> waiting -> processing in one stimulus passed a cap of 10")
+}
+
+// TestReleasingABigGraphStaysUnderTheCap: the default cap counts the most
+// tasks held during the stimulus, not those left: releasing a graph that
+// is still running forgets its tasks as the cascade goes: 65,535 tasks,
+// one transition each, which a cap of 16 * (tasks left + 1024) stops near
+// the end (invariant checks off: they are O(tasks) per stimulus).
+func TestReleasingABigGraphStaysUnderTheCap(t *testing.T) {
+	s := newTestState(t, withWorkers("w1:4"), withSaturation(inf), func(c *Config, _ *[]string) { c.ValidateInvariants = false })
+	g := append(rootTasks("x", 32768), treeTasks("sum", "x", 32768, 2)...)
+	s.submit("c1", g, "sum-15-0")
+	s.handle(&ClientReleasesKeys{Client: "c1", Keys: keys("sum-15-0")})
+	eq(t, s.NumTasks(), 0, "tasks left after the release")
+	eq(t, s.transitions, 65535, "transitions of the release")
 }

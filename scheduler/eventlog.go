@@ -13,30 +13,6 @@ import (
 // {"op": "event", "topic", "event"} on their stream as events arrive.
 // Messages are opaque: msgpack-able values relayed as decoded.
 
-// LogEvent is the log_event RPC, or log-event from a worker's stream
-// (Scheduler.log_worker_event: a dict msg gets "worker" unless the topic
-// is the worker itself).
-type LogEvent struct {
-	Base
-	Topics []string
-	Msg    any
-	Worker string // set for a worker's log-event
-}
-
-// SubscribeTopic is subscribe-topic from a client's stream.
-type SubscribeTopic struct {
-	Base
-	Topic  string
-	Client string
-}
-
-// UnsubscribeTopic is unsubscribe-topic from a client's stream.
-type UnsubscribeTopic struct {
-	Base
-	Topic  string
-	Client string
-}
-
 // Event is one logged event: (time, msg) on the wire.
 type Event struct {
 	Time float64

@@ -45,7 +45,7 @@ func (s *State) Footprint() Footprint {
 		Queued: s.queued.Len(), Unrunnable: s.unrunnable.Len(),
 		CoRuns: s.co.bySize.Len(), CoOwned: s.co.owned, StealsInFlight: len(s.steal.inFlight),
 		Workers: len(s.workers), Clients: len(s.clients),
-		PendingGraphs: len(s.pending), ParkedRPCs: len(s.parkedRPCs),
+		PendingGraphs: len(s.pending), ParkedRPCs: s.coord.NParked(),
 		TransitionLog: s.log.n, TaskStreamRecord: len(s.stream.buf),
 		ShuffleRuns: len(s.shuffles.active) + len(s.shuffles.last),
 	}

@@ -17,26 +17,19 @@ import (
 
 // pendingGraph is an update-graph waiting for the materializer.
 type pendingGraph struct {
-	id     int64
-	client string
-	msg    *protocol.Map
-	keys   []protocol.Key
-	start  time.Time
+	id    int64
+	ug    *UpdateGraph
+	start time.Time
 }
 
 // PendingGraphs is the number of update-graphs in the materializer.
 func (s *State) PendingGraphs() int { return len(s.pending) }
 
 func (s *State) handleUpdateGraph(x *UpdateGraph) {
-	keys, err := protocol.KeysOf(x.Msg.Get("keys"))
-	if err != nil {
-		s.logf(LogError, "", "", x.Client, "update-graph with malformed keys dropped: %v", err)
-		return
-	}
 	s.helperIDs++
-	p := &pendingGraph{id: s.helperIDs, client: x.Client, msg: x.Msg, keys: keys, start: x.At}
+	p := &pendingGraph{id: s.helperIDs, ug: x, start: x.At}
 	s.pending[x.Client] = p
-	s.out.Helper = append(s.out.Helper, HelperRequest{ID: p.id, Client: x.Client, Msg: x.Msg})
+	s.out.Helper = append(s.out.Helper, HelperRequest{ID: p.id, Client: x.Client, Keys: x.Keys, Msg: x.Payload})
 }
 
 func (s *State) handleGraphMaterialized(x *GraphMaterialized) {
@@ -47,7 +40,7 @@ func (s *State) handleGraphMaterialized(x *GraphMaterialized) {
 	}
 	delete(s.pending, x.Client)
 	if x.Err != nil {
-		for _, k := range p.keys {
+		for _, k := range p.ug.Keys {
 			s.report(msgTaskErred(k, x.Err.Exception, x.Err.Traceback), s.tasks[k], x.Client)
 		}
 	} else {
@@ -107,10 +100,10 @@ func (g *graphIndex) lookup(k protocol.Key) int32 {
 // applyGraph is update_graph after materialization.
 func (s *State) applyGraph(p *pendingGraph, tasks []GraphTask) {
 	g := newGraphIndex(tasks)
-	if s.hasLostDependencies(g, p.keys) {
-		s.report(protocol.NewMap("op", "cancelled-keys", "keys", protocol.Set(keysAny(p.keys)),
-			"reason", "lost dependencies", "msg", nil), nil, p.client)
-		s.clientReleasesKeys(p.keys, p.client)
+	if s.hasLostDependencies(g, p.ug.Keys) {
+		s.report(protocol.NewMap("op", "cancelled-keys", "keys", protocol.Set(keysAny(p.ug.Keys)),
+			"reason", "lost dependencies", "msg", nil), nil, p.ug.Client)
+		s.clientReleasesKeys(p.ug.Keys, p.ug.Client)
 		return
 	}
 	if len(s.tasks) == 0 {
@@ -119,12 +112,12 @@ func (s *State) applyGraph(p *pendingGraph, tasks []GraphTask) {
 		s.tasks = make(map[protocol.Key]*TaskState, len(tasks))
 	}
 	s.graphEpoch++
-	wanted, touched, fresh := s.generateTaskStates(p.keys, g)
+	wanted, touched, fresh := s.generateTaskStates(p.ug.Keys, g)
 	for _, i := range fresh {
 		s.applyAnnotations(g.ts[i], &g.tasks[i])
 	}
 	s.setPriorities(p, g)
-	s.clientDesiresTasks(wanted, p.client)
+	s.clientDesiresTasks(wanted, p.ug.Client)
 	s.markActors(p)
 
 	released := make([]*TaskState, 0, len(wanted))
@@ -152,7 +145,7 @@ func (s *State) applyGraph(p *pendingGraph, tasks []GraphTask) {
 	s.runTransitions()
 	for _, ts := range touched {
 		if ts.state == StatusMemory || ts.state == StatusErred {
-			s.reportOnKey(ts, p.client)
+			s.reportOnKey(ts, p.ug.Client)
 		}
 	}
 }
@@ -325,18 +318,17 @@ func sameDeps(ts *TaskState, spec *GraphTask) bool {
 
 // setPriorities mirrors SchedulerState._set_priorities.
 func (s *State) setPriorities(p *pendingGraph, g *graphIndex) {
-	fifo, err := ParseTimedelta(p.msg.Get("fifo_timeout"))
-	if err != nil {
-		s.logf(LogWarn, "", "", p.client, "update-graph fifo_timeout: %v; using 0", err)
-		fifo = 0
-	}
+	fifo := p.ug.FifoTimeout.Seconds()
 	start := float64(p.start.UnixNano()) / 1e9
 	var generation float64
-	sts := s.submittingTask(p.msg.Get("submitting_task"))
+	var sts *TaskState
+	if p.ug.SubmittingTask != nil {
+		sts = s.tasks[*p.ug.SubmittingTask]
+	}
 	switch {
 	case sts != nil && sts.hasPriority:
 		generation = sts.priority[0] - 0.01
-	case p.msg.Get("submitting_task") != nil:
+	case p.ug.SubmittingTask != nil:
 		generation = s.generation // super-task already cleaned up
 	case s.lastTime+fifo < start:
 		s.generation++
@@ -345,44 +337,25 @@ func (s *State) setPriorities(p *pendingGraph, g *graphIndex) {
 	default:
 		generation = s.generation
 	}
-	userPrio, _ := toFloat(p.msg.Get("user_priority"))
 	for i, ts := range g.ts { // the touched tasks that are in the graph
 		gt := &g.tasks[i]
 		if ts == nil || ts.hasPriority {
 			continue
 		}
-		prio := userPrio
-		if ts.annotations != nil {
-			if v, ok := toFloat(ts.annotations.Get("priority")); ok {
-				prio = v
-			}
+		prio := p.ug.UserPriority
+		if gt.Annotations.HasPriority {
+			prio = gt.Annotations.Priority
 		}
 		ts.setPriority(priority{-prio, generation, float64(gt.Order)})
 	}
 }
 
-func (s *State) submittingTask(v any) *TaskState {
-	if v == nil {
-		return nil
-	}
-	k, err := protocol.KeyOf(v)
-	if err != nil {
-		return nil
-	}
-	return s.tasks[k]
-}
-
 // markActors applies update-graph's actors field: true = every requested
 // key, or a list of keys.
 func (s *State) markActors(p *pendingGraph) {
-	var keys []protocol.Key
-	switch v := p.msg.Get("actors").(type) {
-	case bool:
-		if v {
-			keys = p.keys
-		}
-	case []any, protocol.Set:
-		keys, _ = protocol.KeysOf(v)
+	keys := p.ug.ActorKeys
+	if p.ug.AllActors {
+		keys = p.ug.Keys
 	}
 	for _, k := range keys {
 		if ts := s.tasks[k]; ts != nil {

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"testing"
+	"time"
 
 	"daskgo/protocol"
 )
@@ -176,11 +177,19 @@ func TestDependencyLocality(t *testing.T) {
 	s.submit("c1", []GraphTask{task("big"), task("small")})
 	bigOn := s.Task(k("big")).processingOn.Address
 	smallOn := s.Task(k("small")).processingOn.Address
+	if bigOn == smallOn {
+		t.Fatalf("big and small both on %s: the test needs them apart", bigOn)
+	}
 	s.handle(&TaskFinished{Worker: bigOn, Key: k("big"), RunID: s.Task(k("big")).runID, NBytes: 1 << 20})
 	s.handle(&TaskFinished{Worker: smallOn, Key: k("small"), RunID: s.Task(k("small")).runID, NBytes: 10})
 	out := s.submit("c1", []GraphTask{task("join", "big", "small")}, "join")
-	if len(out.Workers[bigOn]) == 0 || msgsOp(out.Workers[bigOn], "compute-task") == nil {
+	if got := msgsOp(out.Workers[bigOn], "compute-task"); len(got) != 1 || msgKey(got[0]) != "join" {
 		t.Fatalf("join not placed with its large dependency on %s: %v", bigOn, allComputeTasks(out))
+	}
+	story := s.Story(k("join"))
+	last := story[len(story)-1]
+	if last.Worker != bigOn || last.Reason.Rule != RuleLocality || last.Reason.N1 != 1<<20 {
+		t.Fatalf("join's placement %+v; want locality with the 1 MiB already on %s", last, bigOn)
 	}
 }
 
@@ -197,8 +206,9 @@ func TestGenerationBumpsAfterFifoTimeout(t *testing.T) {
 	}
 	// a sub-task of a running task gets a better generation
 	gt := task("sub")
-	out := s.handle(&UpdateGraph{Client: "c1", Msg: protocol.NewMap("keys", []any{"sub"},
-		"fifo_timeout", "100 ms", "submitting_task", "g1")})
+	g1 := k("g1")
+	out := s.handle(&UpdateGraph{Client: "c1", Keys: keys("sub"), FifoTimeout: 100 * time.Millisecond,
+		SubmittingTask: &g1})
 	s.handle(&GraphMaterialized{RequestID: out.Helper[0].ID, Client: "c1", Tasks: []GraphTask{gt}})
 	eq(t, s.Task(k("sub")).priority[1], p1[0]-0.01, "sub-task generation")
 }

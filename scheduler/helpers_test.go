@@ -98,8 +98,37 @@ func task(key string, deps ...string) GraphTask {
 	return GraphTask{Key: k(key), Deps: keys(deps...), Kind: "Task", RunSpec: BlobSpec{blob(key)}}
 }
 
+// annotated gives gt the annotations kv (name, value pairs), decoded as
+// compat decodes the helper's (compat/annotations.go; the engine's tests
+// cannot import compat).
 func annotated(gt GraphTask, kv ...any) GraphTask {
-	gt.Annotations = protocol.NewMap(kv...)
+	m := protocol.NewMap(kv...)
+	a := Annotations{Verbatim: m}
+	for _, e := range m.Entries {
+		switch e.Key {
+		case "priority":
+			a.Priority, a.HasPriority = float64(e.Value.(int64)), true
+		case "workers":
+			switch w := e.Value.(type) {
+			case string:
+				a.Workers = []string{w}
+			case []any:
+				for _, x := range w {
+					a.Workers = append(a.Workers, x.(string))
+				}
+			}
+		case "allow_other_workers":
+			a.LooseRestrictions = e.Value.(bool)
+		case "resources":
+			a.Resources, a.ResourcesVerbatim = map[string]float64{}, e.Value
+			for _, r := range e.Value.(*protocol.Map).Entries {
+				a.Resources[r.Key.(string)] = float64(r.Value.(int64))
+			}
+		case "retries":
+			a.Retries, a.HasRetries = int(e.Value.(int64)), true
+		}
+	}
+	gt.Annotations = a
 	return gt
 }
 
@@ -133,12 +162,7 @@ func (s *tstate) submit(client string, tasks []GraphTask, wanted ...string) Outb
 }
 
 func updateGraph(client string, wanted ...string) *UpdateGraph {
-	ks := make([]any, len(wanted))
-	for i, w := range wanted {
-		ks[i] = w
-	}
-	return &UpdateGraph{Client: client, Msg: protocol.NewMap("op", "update-graph",
-		"keys", protocol.Set(ks), "fifo_timeout", "100 ms", "submitting_task", nil, "actors", false)}
+	return &UpdateGraph{Client: client, Keys: keys(wanted...), FifoTimeout: 100 * time.Millisecond}
 }
 
 func (s *tstate) finish(worker, key string) Outbox {

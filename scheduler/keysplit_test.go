@@ -73,24 +73,3 @@ func TestKeySplitGroup(t *testing.T) {
 		}
 	}
 }
-
-func TestParseTimedelta(t *testing.T) {
-	cases := []struct {
-		in   any
-		want float64
-	}{
-		{"100 ms", 0.1}, {"60s", 60}, {"3.5 seconds", 3.5}, {"300ms", 0.3}, {"1 minute", 60},
-		{"ms", 0.001}, {int64(3), 3}, {0.5, 0.5}, {"2", 2}, {"1h", 3600}, {nil, 0},
-	}
-	for _, c := range cases {
-		got, err := ParseTimedelta(c.in)
-		if err != nil || got != c.want {
-			t.Errorf("ParseTimedelta(%v) = %v, %v; want %v", c.in, got, err, c.want)
-		}
-	}
-	for _, bad := range []any{"10 parsecs", "", "abc1s", true} {
-		if _, err := ParseTimedelta(bad); err == nil {
-			t.Errorf("ParseTimedelta(%v) accepted", bad)
-		}
-	}
-}

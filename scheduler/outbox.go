@@ -102,3 +102,58 @@ func (s *State) toClientID(id string, m *protocol.Map) {
 	}
 	s.appendPeer(s.out.Clients, id, m)
 }
+
+// Reply answers the RPC whose stimulus carried ReplyTo.
+type Reply struct {
+	To    int64
+	Value any
+}
+
+// Outbox is everything one Handle call wants sent: the explicit form of
+// distributed's (client_msgs, worker_msgs). Stream messages keep their order
+// per peer. The outer ring sends it after Handle returns; the engine never
+// touches a socket.
+type Outbox struct {
+	Workers map[string][]*protocol.Map
+	Clients map[string][]*protocol.Map
+	Helper  []HelperRequest
+	// ShuffleRuns asks the helper to build P2P shuffle runs; each answer
+	// comes back as a ShuffleRunCreated stimulus.
+	ShuffleRuns []ShuffleRunRequest
+	Replies     []Reply
+	// Disconnect lists workers whose streams the outer ring must close
+	// after sending their messages (worker-ttl, RemoveWorker.Close).
+	Disconnect []string
+	// RestartViaNanny asks the outer ring to have these workers' nannies
+	// kill them (a nanny starts a fresh worker process); a worker whose
+	// nanny does not answer is then removed with RemoveWorker{Close: true}
+	// (check_worker_ttl → restart_workers).
+	RestartViaNanny []NannyRestart
+	// Logs is what the engine wants logged (bad peer input, lost data);
+	// the engine itself never logs.
+	Logs []LogEntry
+	// Joined and Left are the workers added and removed by this stimulus,
+	// for subscribe_worker_status and the membership counters.
+	Joined, Left []string
+}
+
+// NannyRestart is one worker to restart through its nanny.
+type NannyRestart struct {
+	Worker, Nanny, Reason string
+}
+
+// ToWorker appends a stream message for the worker at addr.
+func (o *Outbox) ToWorker(addr string, msg *protocol.Map) {
+	if o.Workers == nil {
+		o.Workers = map[string][]*protocol.Map{}
+	}
+	o.Workers[addr] = append(o.Workers[addr], msg)
+}
+
+// ToClient appends a stream message for client id.
+func (o *Outbox) ToClient(id string, msg *protocol.Map) {
+	if o.Clients == nil {
+		o.Clients = map[string][]*protocol.Map{}
+	}
+	o.Clients[id] = append(o.Clients[id], msg)
+}

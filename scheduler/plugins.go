@@ -19,23 +19,6 @@ const (
 	NannyPlugin
 )
 
-// RegisterPlugin stores a plugin (register_worker_plugin,
-// register_nanny_plugin). The outer ring checks idempotent registration
-// with HasPlugin first, as the handler does before storing.
-type RegisterPlugin struct {
-	Base
-	Kind   PluginKind
-	Name   string
-	Pickle any // bytes or a Blob, relayed as received
-}
-
-// UnregisterPlugin drops a stored plugin.
-type UnregisterPlugin struct {
-	Base
-	Kind PluginKind
-	Name string
-}
-
 // plugins keeps registration order: workers run plugins in the order of
 // the dict they receive.
 type plugins struct {

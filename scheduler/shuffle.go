@@ -5,8 +5,8 @@ import (
 	"slices"
 	"sort"
 
-	"daskgo/compat/pickle"
 	"daskgo/protocol"
+	"daskgo/protocol/pickle"
 )
 
 // P2P shuffle and rechunk: the scheduler half of distributed's
@@ -25,75 +25,7 @@ import (
 
 // ---- stimuli ---------------------------------------------------------------
 
-// ShuffleGetOrCreate is the shuffle_get_or_create RPC: the first transfer
-// task of a shuffle on a worker asks for the run, creating it if needed.
-type ShuffleGetOrCreate struct {
-	Base
-	ShuffleID string
-	Key       protocol.Key // the calling task
-	Worker    string
-	ReplyTo   int64
-}
-
-// ShuffleGet is the shuffle_get RPC: a worker needs an existing run.
-type ShuffleGet struct {
-	Base
-	ShuffleID string
-	Worker    string
-	ReplyTo   int64
-}
-
-// ShuffleBarrier is the shuffle_barrier RPC of the barrier task. The reply
-// is a ShuffleBarrierPlan (the outer ring then calls shuffle_inputs_done on
-// every participant before answering the worker), nil (an inconsistent
-// barrier restarted the shuffle), or an error to raise in the worker.
-type ShuffleBarrier struct {
-	Base
-	ShuffleID  string
-	RunID      int64
-	Consistent bool
-	ReplyTo    int64
-}
-
-// ShuffleRestrictTask is the shuffle_restrict_task RPC: an output task ran
-// on the wrong worker and is about to raise Reschedule.
-type ShuffleRestrictTask struct {
-	Base
-	ShuffleID string
-	RunID     int64
-	Key       protocol.Key
-	Worker    string
-	ReplyTo   int64
-}
-
-// ShuffleRunCreated is the helper's answer to a ShuffleRunRequest: the
-// pickled ShuffleRunSpec, its partition -> worker pairs, and the distinct
-// workers among them; or Err.
-type ShuffleRunCreated struct {
-	Base
-	ShuffleID string
-	RunID     int64
-	RunSpec   *protocol.Blob
-	WorkerFor []any // [partition, worker] pairs, as the helper sent them
-	Workers   []string
-	Err       *ErrorInfo
-}
-
 // ---- outputs ---------------------------------------------------------------
-
-// ShuffleRunRequest asks the helper to build a run (its shuffle_run, the
-// Python half of ShuffleSchedulerPlugin._create): ShuffleSpec.pick_worker over Workers for every output
-// partition not in Existing, then ShuffleRunSpec with RunID.
-type ShuffleRunRequest struct {
-	ShuffleID string
-	RunID     int64
-	Barrier   *protocol.Blob // the barrier task's pickled P2PBarrierTask
-	Workers   []string
-	// Existing are the [partition, worker] pairs of active shuffles that
-	// share output tasks with this one (hash joins): their outputs must land
-	// on the same workers.
-	Existing []any
-}
 
 // ShuffleBarrierPlan is the engine's reply to a consistent ShuffleBarrier.
 type ShuffleBarrierPlan struct {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"daskgo/protocol"
+	"daskgo/scheduler/coord"
 )
 
 // State is the scheduler engine: distributed's SchedulerState as a pure
@@ -38,7 +39,7 @@ type State struct {
 
 	queued     taskHeap
 	queueSeq   uint64
-	slots      ixheap[*slotEntry] // idle_task_count by load (queue.go)
+	slots      ixheap[*slotEntry] // idle_task_count by load (withhold_queue.go)
 	co         coAssign           // withholding with co-assignment
 	unrunnable oset[*TaskState]
 	// replicated: tasks in memory on more than one worker (distributed's
@@ -61,40 +62,45 @@ type State struct {
 	pending    map[string]*pendingGraph // client -> update-graph in the materializer
 	held       map[string][]Stimulus    // client -> stimuli held behind it
 	shuffles   shuffleExt               // P2P shuffle runs (shuffle.go)
-	steal      stealExt                 // work stealing (stealing.go)
+	steal      stealExt                 // work stealing (steal.go)
 
-	// coordination extensions (semaphore.go, multilock.go, event.go,
-	// variable.go, sharedqueue.go, publish.go, metadata.go) and the RPCs
-	// they answer later (waits.go)
-	parkedRPCs map[int64]parked
-	sem        semaphoreExt
-	mlock      multiLockExt
-	events     map[string]*event
-	vars       variableExt
-	squeues    sharedQueueExt
-	publish    publishExt
-	metadata   *protocol.Map
+	// coordination extensions (scheduler/coord, coordination.go)
+	coord *coord.Coordinator
 
 	log transitionLog
 
-	stream  taskStream // TaskStreamPlugin's records (taskstream.go)
-	broker  broker     // the event log per topic (eventlog.go)
-	plugins plugins    // worker and nanny plugins (plugins.go)
+	stream taskStream // TaskStreamPlugin's records (taskstream.go)
+	// dashStream is the dashboard's task stream: the last runs, compact
+	// (no startstops, no key), kept only with Config.DashboardStreamLength;
+	// the client-facing stream (taskstream.go) records only once a client
+	// asks for it, as distributed's plugin does.
+	dashStream ring[StreamRun]
+	forgotten  int64 // tasks forgotten since the start
+	// idleSince, idleTransitions: check_idle's clock (cluster_adapt.go)
+	idleSince       time.Time
+	idleTransitions uint64
+	tasksDone       int64   // tasks finished since the start
+	broker          broker  // the event log per topic (eventlog.go)
+	plugins         plugins // worker and nanny plugins (plugins.go)
 
 	// per-Handle context
-	out          *Outbox
-	outBuf       Outbox  // what out points at during Handle
-	pool         outPool // maps and slices handed back by Recycle
-	finArgs      transArgs
-	scratchTS    []*TaskState       // addToMemory's sorted dependents
-	scratchWS    oset[*WorkerState] // decideWorker's candidates
-	recs         recs
-	now          time.Time
-	stimulusID   string
-	computeSID   any // "compute-task-<now>", rebuilt when the clock moves
-	sidBoxed     any
-	sidBoxedFor  string
-	computeSIDAt time.Time
+	out         *Outbox
+	outBuf      Outbox  // what out points at during Handle
+	pool        outPool // maps and slices handed back by Recycle
+	finArgs     transArgs
+	scratchTS   []*TaskState       // addToMemory's sorted dependents
+	scratchWS   oset[*WorkerState] // decideWorker's candidates
+	recs        recs
+	placed      Reason // why the running transition placed its task as it did (logged with it)
+	transitions int    // transitions this Handle caused (countTransition)
+	// transitionTasks: the most tasks held during this Handle (countTransition)
+	transitionTasks int
+	now             time.Time
+	stimulusID      string
+	computeSID      any // "compute-task-<now>", rebuilt when the clock moves
+	sidBoxed        any
+	sidBoxedFor     string
+	computeSIDAt    time.Time
 }
 
 // New builds an empty engine. cfg is validated (defaults filled); an invalid
@@ -121,7 +127,10 @@ func New(cfg Config) *State {
 	}
 	s.log.init(cfg.TransitionLogSize)
 	s.stream.max = cfg.TaskStreamLength
+	s.dashStream.max = cfg.DashboardStreamLength
 	s.broker = newBroker(cfg.EventLogLength)
+	s.coord = coord.New(coordHost{s}, cfg.LeaseValidationInterval)
+	s.idleSince = cfg.StartedAt
 	s.addClientState(fireAndForget)
 	return s
 }
@@ -148,6 +157,7 @@ func (s *State) Handle(st Stimulus) Outbox {
 
 func (s *State) begin(b *Base, out *Outbox) {
 	s.out = out
+	s.transitions, s.transitionTasks = 0, len(s.tasks)
 	s.now = b.At
 	s.stimulusID = b.ID
 }
@@ -239,10 +249,11 @@ func (s *State) dispatch(st Stimulus) {
 	case *Tick:
 		s.sid("check-worker-ttl")
 		s.handleTick()
-		s.checkLeaseTimeouts()
-	case *CancelWait:
-		s.sid("cancel-wait")
-		s.handleCancelWait(x)
+		s.coord.Tick(s.now)
+		s.tickIdle()
+	case *CoordOp:
+		s.sid("coordination")
+		s.coord.Handle(x.Op, s.now)
 	case *LogEvent, *SubscribeTopic, *UnsubscribeTopic:
 		s.dispatchEvents(st)
 	case *RegisterPlugin, *UnregisterPlugin:
@@ -287,18 +298,8 @@ func (s *State) dispatchClient(st Stimulus) {
 		s.sid("restart")
 		s.handleRestart()
 	default:
-		if !s.dispatchCoordination(st) {
-			s.logf(LogWarn, "", "", "", "unknown stimulus %T ignored", st)
-		}
+		s.logf(LogWarn, "", "", "", "unknown stimulus %T ignored", st)
 	}
-}
-
-// dispatchCoordination routes the stimuli of the coordination extensions.
-func (s *State) dispatchCoordination(st Stimulus) bool {
-	s.sid("coordination")
-	return s.dispatchSemaphore(st) || s.dispatchMultiLock(st) || s.dispatchEvent(st) ||
-		s.dispatchVariable(st) || s.dispatchSharedQueue(st) || s.dispatchPublish(st) ||
-		s.dispatchMetadata(st)
 }
 
 func (s *State) dispatchShuffle(st Stimulus) {
@@ -332,12 +333,8 @@ func heldClient(st Stimulus) string {
 		return x.stream()
 	case *ClientReleasesKeys:
 		return x.stream()
-	case *PublishFlush:
-		return x.Client
-	case *VariableFutureReceived:
-		return x.Client
-	case *QueueFutureRelease:
-		return x.Client
+	case *CoordOp:
+		return x.heldStream()
 	case *CancelKeys:
 		return x.Client
 	case *RemoveClient:
@@ -348,15 +345,15 @@ func heldClient(st Stimulus) string {
 
 // ---- logging ---------------------------------------------------------------
 
-// LogLevel grades a LogEntry.
-type LogLevel uint8
+// LogLevel grades a LogEntry (coord's, which logs through the engine).
+type LogLevel = coord.LogLevel
 
 // Log levels, as zerolog's.
 const (
-	LogDebug LogLevel = iota
-	LogInfo
-	LogWarn
-	LogError
+	LogDebug = coord.LogDebug
+	LogInfo  = coord.LogInfo
+	LogWarn  = coord.LogWarn
+	LogError = coord.LogError
 )
 
 // LogEntry is something the engine wants logged (bad peer input, lost

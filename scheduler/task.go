@@ -96,7 +96,7 @@ type TaskState struct {
 	whoHas       oset[*WorkerState]
 	processingOn *WorkerState
 
-	annotations    *protocol.Map
+	annotations    any   // verbatim, for compute-task (GraphTask.Annotations)
 	nbytes         int64 // -1 until measured
 	typeName       string
 	exceptionBlame *TaskState
@@ -187,6 +187,7 @@ func (s *State) setState(ts *TaskState, st Status) {
 	ts.group.states[st]++
 	ts.prefix.states[ts.state]--
 	ts.prefix.states[st]++
+	ts.prefix.stateTotals[st]++
 	ts.state = st
 }
 
@@ -234,6 +235,11 @@ type TaskPrefix struct {
 	maxExecTime     float64
 	suspicious      int
 	states          [numStatus]int
+	// stateTotals counts every entry into each state (state_counts);
+	// computeSeconds and transferSeconds sum the durations its tasks
+	// reported (all_durations): the dashboard's and /metrics' figures.
+	stateTotals                     [numStatus]int64
+	computeSeconds, transferSeconds float64
 	// fast: default-task-durations lists the prefix at 1 ms or less, so its
 	// tasks are never stolen (stealing.fast_tasks).
 	fast bool
@@ -255,7 +261,13 @@ func (tp *TaskPrefix) addExecTime(d float64) {
 
 func (tp *TaskPrefix) addDuration(action string, start, stop float64) {
 	us := math.Max(math.Round((stop-start)*1e6), 0)
-	if action != "compute" {
+	switch action {
+	case "compute":
+		tp.computeSeconds += us / 1e6
+	case "transfer":
+		tp.transferSeconds += us / 1e6
+		return
+	default:
 		return
 	}
 	d := us / 1e6
@@ -278,7 +290,7 @@ type TaskGroup struct {
 	types        map[string]int
 
 	// co-assignment state of decide_worker_rootish_queuing_disabled; kept
-	// for the policy hook (policy_rootish.go).
+	// for the policy hook (place_rootish.go).
 	lastWorker          *WorkerState
 	lastWorkerTasksLeft int
 }

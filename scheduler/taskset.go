@@ -26,7 +26,7 @@ const (
 	roleHasWhat
 	roleWantsWhat
 	roleProcessing
-	roleStealable // one level of a worker's stealable tasks (stealing.go)
+	roleStealable // one level of a worker's stealable tasks (steal.go)
 	numRoles
 )
 

@@ -35,33 +35,12 @@ type TaskStreamRecord struct {
 	ExceptionText, TracebackText string
 }
 
-// taskStream is the plugin's deque (a ring of at most max records) and
-// its index.
+// taskStream is the plugin's deque and whether the plugin exists
+// (StartTaskStream was handled).
 type taskStream struct {
-	on    bool // the plugin exists: StartTaskStream was handled
-	buf   []TaskStreamRecord
-	head  int // position of the oldest record once buf is full
-	max   int
-	index int // records ever appended
+	on bool
+	ring[TaskStreamRecord]
 }
-
-func (t *taskStream) add(r TaskStreamRecord) {
-	if t.max <= 0 {
-		return
-	}
-	t.index++
-	if len(t.buf) < t.max {
-		t.buf = append(t.buf, r)
-		return
-	}
-	t.buf[t.head] = r
-	t.head = (t.head + 1) % t.max
-}
-
-func (t *taskStream) len() int { return len(t.buf) }
-
-// at returns the i-th oldest record kept.
-func (t *taskStream) at(i int) *TaskStreamRecord { return &t.buf[(t.head+i)%len(t.buf)] }
 
 // recordRun appends the run that just left processing (TaskStreamPlugin
 // .transition asserts startstops; a run without any is not recorded).
@@ -75,13 +54,8 @@ func (s *State) recordRun(r TaskStreamRecord) {
 	s.stream.add(r)
 }
 
-// StartTaskStream adds the task stream plugin if it is not there yet
-// (Scheduler._task_stream_plugin); the outer ring sends it before each
-// get_task_stream and get_task_stream_index query.
-type StartTaskStream struct{ Base }
-
 // TaskStreamIndex is TaskStreamPlugin.index (Scheduler.get_task_stream_index).
-func (s *State) TaskStreamIndex() int { return s.stream.index }
+func (s *State) TaskStreamIndex() int { return int(s.stream.total) }
 
 // TaskStreamQuery is get_task_stream's arguments; nil means not given.
 // Start and Stop are unix times (the outer ring resolves "10s" strings
@@ -98,7 +72,7 @@ type TaskStreamQuery struct {
 func (s *State) TaskStream(q TaskStreamQuery) []*protocol.Map {
 	n := s.stream.len()
 	if q.StartIndex != nil {
-		from := *q.StartIndex - (s.stream.index - n)
+		from := *q.StartIndex - (int(s.stream.total) - n)
 		return s.taskStreamRange(clamp(from, 0, n), n)
 	}
 	var start, stop *int

@@ -19,6 +19,8 @@ type transArgs struct {
 	typ        []byte
 	typeName   string
 	startStops []StartStop
+	// queued -> processing: the placement co-assignment made
+	placement Placement
 	// -> erred
 	cause                        *TaskState
 	exception, traceback         any
@@ -121,6 +123,13 @@ func (s *State) transitionTo(ts *TaskState, to Status) {
 	s.runTransitions()
 }
 
+// transitionWith is transitionTo with the transition's arguments (a
+// placement already made, say).
+func (s *State) transitionWith(ts *TaskState, to Status, a *transArgs) {
+	s.transition(ts, to, a)
+	s.runTransitions()
+}
+
 // transition mirrors SchedulerState._transition, then runs the work
 // stealing extension's transition hook (distributed calls plugins'
 // transition() with the state the task left and the one it reached).
@@ -140,6 +149,8 @@ func (s *State) transition1(ts *TaskState, finish Status, a *transArgs) {
 		return
 	}
 	key := ts.Key
+	s.countTransition(ts)
+	s.placed = Reason{}
 	if fn := transitionTable[start][finish]; fn != nil {
 		fn(s, ts, a)
 	} else if start != StatusReleased && finish != StatusReleased {
@@ -163,17 +174,40 @@ func (s *State) transition1(ts *TaskState, finish Status, a *transArgs) {
 		if ts.state == StatusReleased {
 			fn(s, ts, nil)
 		}
-		s.log.add(key, start, StatusReleased, s.stimulusID, s.now)
+		s.log.add(Transition{Key: key, From: start, To: StatusReleased, StimulusID: s.stimulusID, At: s.now})
 		start = StatusReleased
 	} else {
 		s.impossible(ts, start, finish)
 		return
 	}
-	s.log.add(key, start, ts.state, s.stimulusID, s.now)
+	t := Transition{Key: key, From: start, To: ts.state, StimulusID: s.stimulusID, At: s.now, Reason: s.placed}
+	if ts.state == StatusProcessing && ts.processingOn != nil {
+		t.Worker = ts.processingOn.Address
+	}
+	s.log.add(t)
 	if ts.state == StatusForgotten {
+		s.forgotten++
 		s.forgetGroupMaybe(ts.group)
 	}
 	s.shuffleTransition(ts)
+}
+
+// countTransition fails the stimulus with ts's story once it has caused
+// more transitions than any cascade without a cycle can (Config's
+// TransitionCounterMax): an engine bug, never peer input.
+func (s *State) countTransition(ts *TaskState) {
+	s.transitions++
+	// the most tasks held during this stimulus: a release forgets them
+	// as it goes, a graph creates them
+	s.transitionTasks = max(s.transitionTasks, len(s.tasks))
+	limit := s.cfg.TransitionCounterMax
+	if limit <= 0 {
+		limit = 16 * (s.transitionTasks + 1024)
+	}
+	if s.transitions > limit {
+		panic(fmt.Sprintf("scheduler bug: stimulus %s caused more than %d transitions, a recommendation cycle?\n%s",
+			s.stimulusID, limit, s.storyString(ts.Key)))
+	}
 }
 
 func (s *State) impossible(ts *TaskState, start, finish Status) {
@@ -186,12 +220,17 @@ func (s *State) impossible(ts *TaskState, start, finish Status) {
 
 // ---- transition log ---------------------------------------------------------
 
-// Transition is one entry of the bounded transition log.
+// Transition is one entry of the bounded transition log: distributed's
+// Transition without the recommendations, with the placement's worker and
+// reason where the transition placed the task (placing it on a worker, or
+// queueing it or leaving it without one).
 type Transition struct {
 	Key        protocol.Key
 	From, To   Status
 	StimulusID string
 	At         time.Time
+	Worker     string
+	Reason     Reason
 }
 
 // transitionLog is a ring of capN entries, stored in fixed-size chunks
@@ -214,12 +253,12 @@ func (l *transitionLog) init(n int) {
 
 func (l *transitionLog) at(i int) *Transition { return &l.chunks[i/logChunk][i%logChunk] }
 
-func (l *transitionLog) add(k protocol.Key, from, to Status, sid string, at time.Time) {
+func (l *transitionLog) add(t Transition) {
 	l.total++
 	if l.next == len(l.chunks)*logChunk {
 		l.chunks = append(l.chunks, make([]Transition, min(logChunk, l.capN-l.next)))
 	}
-	*l.at(l.next) = Transition{Key: k, From: from, To: to, StimulusID: sid, At: at}
+	*l.at(l.next) = t
 	if l.n < l.capN {
 		l.n++
 	}
@@ -246,6 +285,28 @@ func (s *State) TransitionLog() []Transition {
 	return s.log.entries()
 }
 
+// StoryOf returns the logged transitions of any of keys or of any of the
+// stimulus ids, oldest first: what distributed's SchedulerState.story
+// documents (it matches recommendations rather than stimulus ids; the log
+// here keeps no recommendations).
+func (s *State) StoryOf(keys []protocol.Key, stimuli []string) []Transition {
+	want := make(map[protocol.Key]bool, len(keys))
+	for _, k := range keys {
+		want[k] = true
+	}
+	sids := make(map[string]bool, len(stimuli))
+	for _, id := range stimuli {
+		sids[id] = true
+	}
+	var out []Transition
+	for _, t := range s.log.entries() {
+		if want[t.Key] || sids[t.StimulusID] {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 // Story returns the logged transitions of key (distributed's story()).
 func (s *State) Story(key protocol.Key) []Transition {
 	var out []Transition
@@ -261,7 +322,14 @@ func (s *State) storyString(key protocol.Key) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "story of %s:\n", key)
 	for _, t := range s.Story(key) {
-		fmt.Fprintf(&b, "  %s -> %s  (%s)\n", t.From, t.To, t.StimulusID)
+		fmt.Fprintf(&b, "  %s -> %s  (%s)", t.From, t.To, t.StimulusID)
+		if t.Worker != "" {
+			fmt.Fprintf(&b, " on %s", t.Worker)
+		}
+		if t.Reason.Rule != RuleNone {
+			fmt.Fprintf(&b, ": %s", t.Reason)
+		}
+		b.WriteByte('\n')
 	}
 	return b.String()
 }

@@ -1,8 +1,8 @@
 package scheduler
 
 import (
-	"daskgo/compat/pickle"
 	"daskgo/protocol"
+	"daskgo/protocol/pickle"
 )
 
 // actorLostPickle is distributed's RuntimeError for a lost actor holder.

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sort"
 
-	"daskgo/compat/pickle"
+	"daskgo/protocol/pickle"
 )
 
 // Transitions into and out of processing.

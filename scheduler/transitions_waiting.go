@@ -1,7 +1,5 @@
 package scheduler
 
-import "math"
-
 // Transitions out of released and waiting, and the ready states (queued,
 // no-worker) that wait for a worker.
 
@@ -62,34 +60,22 @@ func (s *State) transitionWaitingReleased(ts *TaskState, _ *transArgs) {
 // transitionWaitingProcessing mirrors _transition_waiting_processing: the
 // primary dispatch of ready tasks.
 func (s *State) transitionWaitingProcessing(ts *TaskState, _ *transArgs) {
-	var ws *WorkerState
-	if s.isRootish(ts) {
-		if math.IsInf(s.cfg.WorkerSaturation, 1) || ts.notQueueable {
-			if s.cfg.SpreadRootsWithoutQueue && !ts.notQueueable {
-				ws = s.decideWorkerNonRootish(ts)
-			} else {
-				ws = s.decideWorkerRootishQueuingDisabled(ts)
-			}
-			if ws == nil {
-				s.recommend(ts, StatusNoWorker)
-				return
-			}
-		} else if s.coOn() {
-			// with co-assignment every root-ish task goes through the
-			// queue; coFill hands it out from its worker's run
-			s.recommend(ts, StatusQueued)
-			return
-		} else if ws = s.decideWorkerRootishQueuingEnabled(); ws == nil {
-			s.recommend(ts, StatusQueued)
-			return
-		} else {
-			ts.viaQueuePolicy = true
-		}
-	} else if ws = s.decideWorkerNonRootish(ts); ws == nil {
-		s.recommend(ts, StatusNoWorker)
+	p := s.placeReady(ts)
+	if p.Worker == nil {
+		s.placed = p.Reason
+		s.recommend(ts, p.Wait)
 		return
 	}
-	s.addToProcessing(ts, ws)
+	s.assign(ts, p)
+}
+
+// assign puts ts on the worker a placement chose and records why.
+func (s *State) assign(ts *TaskState, p Placement) {
+	s.placed = p.Reason
+	s.addToProcessing(ts, p.Worker)
+	if p.Reason.Rule == RuleFreeSlot || p.Reason.Rule == RuleCoFamily || p.Reason.Rule == RuleCoTakenOver {
+		ts.viaQueuePolicy = true
+	}
 }
 
 // transitionWaitingMemory mirrors _transition_waiting_memory: a race where
@@ -116,17 +102,17 @@ func (s *State) transitionQueuedReleased(ts *TaskState, _ *transArgs) {
 	s.propagateReleased(ts)
 }
 
-// transitionQueuedProcessing mirrors _transition_queued_processing.
-func (s *State) transitionQueuedProcessing(ts *TaskState, _ *transArgs) {
-	ws := s.co.target // set by coFill: the worker whose run ts came from
-	s.co.target = nil
-	if ws == nil {
-		ws = s.decideWorkerRootishQueuingEnabled()
+// transitionQueuedProcessing mirrors _transition_queued_processing. With
+// co-assignment, coFill passes the placement it made (the worker whose run
+// ts came from) in a.
+func (s *State) transitionQueuedProcessing(ts *TaskState, a *transArgs) {
+	p := s.placeQueued()
+	if a != nil && a.placement.Worker != nil {
+		p = a.placement
 	}
-	if ws != nil {
+	if p.Worker != nil {
 		s.unqueue(ts)
-		ts.viaQueuePolicy = true
-		s.addToProcessing(ts, ws)
+		s.assign(ts, p)
 	}
 }
 
@@ -144,9 +130,9 @@ func (s *State) transitionNoWorkerReleased(ts *TaskState, _ *transArgs) {
 
 // transitionNoWorkerProcessing mirrors _transition_no_worker_processing.
 func (s *State) transitionNoWorkerProcessing(ts *TaskState, _ *transArgs) {
-	if ws := s.decideWorkerNonRootish(ts); ws != nil {
+	if p := s.placeNonRootish(ts); p.Worker != nil {
 		s.unrunnable.Remove(ts)
-		s.addToProcessing(ts, ws)
+		s.assign(ts, p)
 	}
 }
 

@@ -17,8 +17,12 @@ var workerStatuses = map[string]bool{
 
 // WorkerState mirrors distributed.scheduler.WorkerState.
 type WorkerState struct {
-	Address        string
-	Name           string
+	Address string
+	Name    string // str(name): what names are compared and logged as
+	// NameValue is the name as the worker sent it (distributed keeps an
+	// int name an int: SpecCluster and LocalCluster name workers 0, 1, ...
+	// and match them to their specs by value). The address when it sent none.
+	NameValue      any
 	Host           string
 	NThreads       int
 	MemoryLimit    int64
@@ -33,7 +37,7 @@ type WorkerState struct {
 
 	status   string
 	lastSeen time.Time
-	metrics  *protocol.Map
+	metrics  any  // the last heartbeat's, unread (scheduler_info)
 	closed   bool // removed from the cluster; stale pointers see this
 	// ttlRestarting: worker-ttl asked its nanny to restart it (handleTick)
 	ttlRestarting bool
@@ -58,7 +62,7 @@ type WorkerState struct {
 	slotPos int
 	slot    slotEntry // ws's entry in State.slots while slotPos > 0
 	coRuns  *ixheap[*coRun]
-	// steal is the worker's work-stealing state (stealing.go); nil while
+	// steal is the worker's work-stealing state (steal.go); nil while
 	// stealing is off.
 	steal *stealWorker
 }
@@ -305,4 +309,13 @@ func (s *State) releaseResources(ts *TaskState, ws *WorkerState) {
 			ws.usedResources[r] -= q
 		}
 	}
+}
+
+// nameValue is the name as the worker sent it, or its str() for a worker
+// made without one (tests).
+func (ws *WorkerState) nameValue() any {
+	if ws.NameValue != nil {
+		return ws.NameValue
+	}
+	return ws.Name
 }

@@ -169,7 +169,7 @@ func TestPausedWorkerLeavesRunningSet(t *testing.T) {
 func TestHeartbeatAndTTL(t *testing.T) {
 	s := newTestState(t, withWorkers("w1:1", "w2:1"))
 	out := s.handle(&WorkerHeartbeat{Worker: addr("w1"), ReplyTo: 5,
-		Metrics:   protocol.NewMap("bandwidth", protocol.NewMap("total", 50e6)),
+		Metrics: protocol.NewMap("bandwidth", protocol.NewMap("total", 50e6)), Bandwidth: 50e6, HasBandwidth: true,
 		Executing: map[protocol.Key]float64{}})
 	eq(t, len(out.Replies), 1, "reply")
 	r := out.Replies[0].Value.(*protocol.Map)
@@ -207,7 +207,6 @@ func TestBadWorkerInputNeverPanics(t *testing.T) {
 		&AddWorker{Address: addr("w9"), Name: "w1", NThreads: 1, Status: "running"},
 		&AddWorker{Address: addr("w8"), Name: "w8", NThreads: 0, Status: "running"},
 		&GraphMaterialized{RequestID: 99, Client: "c1"},
-		&UpdateGraph{Client: "c1", Msg: protocol.NewMap("keys", int64(3))},
 		&CancelKeys{Client: "nobody", Keys: keys("a")},
 		&Retry{Client: "c1", Keys: keys("nope"), ReplyTo: 1},
 	} {
@@ -265,7 +264,7 @@ func TestScatterOverRunningTask(t *testing.T) {
 
 func TestActorTaskPlacedAndMarked(t *testing.T) {
 	s := newTestState(t, withWorkers("w1:1"))
-	out := s.handle(&UpdateGraph{Client: "c1", Msg: protocol.NewMap("keys", []any{"counter"}, "actors", true)})
+	out := s.handle(&UpdateGraph{Client: "c1", Keys: keys("counter"), AllActors: true})
 	out = s.handle(&GraphMaterialized{RequestID: out.Helper[0].ID, Client: "c1", Tasks: []GraphTask{task("counter")}})
 	ct := computeTasksTo(out, "w1")
 	eq(t, len(ct), 1, "sent")

@@ -32,6 +32,21 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 
+# Headless Chromium for the dashboard's browser test
+# (tests/test_dashboard_browser.py fails, naming the cause, without it).
+if ! command -v chromium >/dev/null 2>&1; then
+  apt=""
+  if [ "$(id -u)" = 0 ]; then apt="apt-get"; elif sudo -n true 2>/dev/null; then apt="sudo apt-get"; fi
+  if [ -n "$apt" ]; then
+    echo "setup: installing chromium (apt-get)"
+    DEBIAN_FRONTEND=noninteractive $apt install -y -q chromium >/dev/null 2>&1 ||
+      { $apt update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive $apt install -y -q chromium >/dev/null 2>&1; } ||
+      echo "setup: could not install chromium with apt-get; the dashboard's browser test will fail" >&2
+  else
+    echo "setup: chromium is missing and apt-get needs root; the dashboard's browser test will fail" >&2
+  fi
+fi
+
 command -v go >/dev/null 2>&1 || { echo "setup: go is not on PATH" >&2; exit 1; }
 go mod download
 mkdir -p bin

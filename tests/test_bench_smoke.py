@@ -7,6 +7,7 @@ result verified and every output file written to the directory it is given
 from __future__ import annotations
 
 import json
+import math
 import signal
 import subprocess
 import sys
@@ -22,6 +23,12 @@ from workloads import WORKLOADS  # noqa: E402
 
 RECORD_FIELDS = {"workload", "configuration", "repetition", "wall_s", "peak_memory_bytes",
                  "transferred_bytes", "spilled_bytes", "scheduler_cpu_s", "scheduler_peak_rss_bytes"}
+MEASURED = RECORD_FIELDS - {"workload", "configuration", "repetition"}
+
+
+def numeric(x) -> bool:
+    """A measurement: a finite int or float (not a bool, None or a string)."""
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
 def run_bench(tmp_path, *args: str) -> Path:
@@ -50,22 +57,45 @@ def run_bench(tmp_path, *args: str) -> Path:
 
 @pytest.mark.timeout(330)
 def test_bench_smoke(tmp_path):
-    out = run_bench(tmp_path)
+    check_smoke_results(run_bench(tmp_path))
 
+
+def check_smoke_results(out: Path) -> None:
+    """What `bench.sh --smoke` must have written to out."""
     records = json.loads((out / "latest.json").read_text())
     got = {(r["workload"], r["configuration"]) for r in records}
     assert got == {(w, c) for w in WORKLOADS for c in CONFIGS}
     for r in records:
         assert r["ok"], r
         assert RECORD_FIELDS <= r.keys(), r
+        assert all(numeric(r[f]) for f in MEASURED), r
         assert r["wall_s"] > 0 and r["peak_memory_bytes"] > 0 and r["scheduler_peak_rss_bytes"] > 0, r
-        assert r["transferred_bytes"] >= 0 and r["spilled_bytes"] >= 0 and r["scheduler_cpu_s"] >= 0, r
+        # every workload's result is fetched from a worker, and the worker
+        # counts what its get_data sends (transfer_outgoing_bytes_total)
+        assert r["transferred_bytes"] > 0, r
+        # smoke data is kilobytes, on workers of 1 GiB: nothing spills
+        assert r["spilled_bytes"] == 0, r
+        if r["workload"] == "shuffle":  # the task shuffle moves rows between the two workers
+            assert r["transferred_bytes"] >= r["data_bytes"] // 2, r
+    # scheduler CPU is a difference of clocks that tick every 10 ms, and one
+    # smoke run may cost the Go scheduler less than a tick; the twelve
+    # workloads on one configuration cost its scheduler more
+    for config in CONFIGS:
+        cpu = [r["scheduler_cpu_s"] for r in records if r["configuration"] == config]
+        assert len(cpu) == len(WORKLOADS) and sum(cpu) > 0, (config, cpu)
 
     over = json.loads((out / "overhead.json").read_text())["results"]
     benches = {(r["benchmark"], r["scheduler"]) for r in over}
     assert benches == {(b, s) for b in ("zero-independent", "zero-tree", "stock-array", "submit-to-first-task")
                        for s in ("py", "go")}
-    assert all(r["ok"] and r["tasks"] > 0 and r["cpu_us_per_task"] >= 0 for r in over), over
+    for r in over:
+        assert r["ok"] and r["tasks"] > 0, r
+        assert numeric(r["scheduler_cpu_s"]) and numeric(r["cpu_us_per_task"]), r
+        # the per-task figure is the measured scheduler CPU spread over the tasks
+        assert math.isclose(r["cpu_us_per_task"], r["scheduler_cpu_s"] / r["tasks"] * 1e6, rel_tol=1e-9), r
+        if r["scheduler"] == "py":  # the Python scheduler spends ms on hundreds of tasks: several ticks
+            assert r["scheduler_cpu_s"] > 0 and r["cpu_us_per_task"] > 0, r
+    assert sum(r["scheduler_cpu_s"] for r in over if r["scheduler"] == "go") > 0, over
 
     md = (out / "latest.md").read_text()
     for name in list(WORKLOADS) + list(CONFIGS):
@@ -95,7 +125,7 @@ def test_bench_graph_path_smoke(tmp_path):
         assert GRAPH_PATH_FIELDS <= r.keys(), r
         assert r["wall_s"] > 0 and r["cpu_s"] > 0 and r["peak_rss_bytes"] > 0, r
         if r["scheduler"] == "go":  # the helper is counted
-            assert r["helper_cpu_s"] >= 0 and r["helper_peak_rss_bytes"] > 0, r
+            assert numeric(r["helper_cpu_s"]) and r["helper_peak_rss_bytes"] > 0, r
             assert r["peak_rss_bytes"] >= r["scheduler_peak_rss_bytes"] + r["helper_peak_rss_bytes"] * 0.5, r
     # a small graph may cost the helper less than the 10 ms a CPU clock
     # counts; the biggest (tree-1m, 2,000 tasks) does not

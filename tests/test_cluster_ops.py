@@ -5,7 +5,10 @@ worker that joins later, and upload_file."""
 
 from __future__ import annotations
 
+import os
 import time
+from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 from distributed import Client, get_task_stream, wait
@@ -18,8 +21,10 @@ pytestmark = pytest.mark.timeout(180)
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    """The Go scheduler and two stock workers; tests may start more through
-    the yielded Workers (all are stopped by PID at the end)."""
+    """The Go scheduler and two stock workers, w1 and w2: every test starts
+    with exactly these two. A test that needs more starts them with
+    own_worker, which stops them by PID, and waits for the scheduler to
+    drop them, when the test ends."""
     tmp = tmp_path_factory.mktemp("ops")
     # The AMM's ReduceReplicas undoes Client.replicate within an interval,
     # in distributed too; off here so the replica counts these tests read
@@ -45,6 +50,49 @@ def client(cluster):
 
 def inc(x):
     return x + 1
+
+
+def worker_address(client, name: str) -> str | None:
+    return next((a for a, w in client.scheduler_info()["workers"].items() if w["name"] == name), None)
+
+
+@contextmanager
+def own_worker(cluster, client, name: str):
+    """A stock worker (with its nanny) called name for the length of the
+    with block; yields its address. Stopped by PID at the end (also on
+    failure); on success, the scheduler must also have dropped it, so the
+    next test finds w1 and w2 alone again."""
+    sched, _, tmp = cluster
+    workers = Workers(tmp)
+    try:
+        workers.start(sched.address, name)
+        yield wait_for(lambda: worker_address(client, name), 60, f"worker {name} to join")
+    finally:
+        workers.stop()
+    wait_for(lambda: worker_address(client, name) is None, 30, f"worker {name} to leave the scheduler")
+
+
+def counted(x, log_dir, tag):
+    """x + 1, after appending a line to the file log_dir/tag: the number of
+    lines is the number of times the task ran (data lost and silently
+    recomputed shows up as a second line)."""
+    with open(os.path.join(log_dir, tag), "a") as f:
+        f.write(f"{os.getpid()}\n")
+    return x + 1
+
+
+def counted_blob(i, log_dir, tag):
+    counted(i, log_dir, tag)
+    return b"x" * 100_000
+
+
+def runs_per_key(log_dir: Path, keys) -> dict:
+    return {k: len((log_dir / k).read_text().splitlines()) if (log_dir / k).exists() else 0 for k in keys}
+
+
+def rb_bytes(dask_worker) -> dict:
+    """The bytes of each rb- key this worker holds in memory."""
+    return {str(k): len(dask_worker.data[k]) for k in list(dask_worker.data.keys()) if str(k).startswith("rb-")}
 
 
 def test_task_stream_records_start_and_stop(client):
@@ -103,17 +151,34 @@ def test_replicate_puts_key_on_n_workers(client):
     assert f.result() == 2
 
 
-def test_rebalance_evens_out_data(client):
-    w1 = sorted(client.scheduler_info()["workers"])[0]
-    futs = client.map(lambda i: b"x" * 100_000, range(10), workers=[w1], key=[f"rb-{i}" for i in range(10)])
+def test_rebalance_moves_data_without_copying_or_recomputing(client, tmp_path):
+    """Ten 100 kB results on w1 alone, rebalanced: afterwards every key has
+    exactly one holder (a copy would leave two), in the scheduler's view and
+    in the workers' own memory; the bytes moved from w1 to w2 (evening them
+    out); and no key was computed twice (data lost and recomputed would
+    be)."""
+    w1, w2 = worker_address(client, "w1"), worker_address(client, "w2")
+    assert sorted(client.scheduler_info()["workers"]) == sorted([w1, w2])
+    keys = [f"rb-{i}" for i in range(10)]
+    futs = client.map(counted_blob, range(10), [str(tmp_path)] * 10, keys, key=keys, workers=[w1],
+                      allow_other_workers=True)
     wait(futs)
+    before = client.run(rb_bytes)
+    assert before == {w1: {k: 100_000 for k in keys}, w2: {}}, before
+
     client.rebalance(futs)
-    counts = {}
-    for holders in client.who_has(futs).values():
-        for h in holders:
-            counts[h] = counts.get(h, 0) + 1
-    assert len(counts) == 2 and min(counts.values()) >= 4, counts
-    assert all(len(x) == 100_000 for x in client.gather(futs))
+    who = client.who_has(futs)
+    assert all(len(who[k]) == 1 for k in keys), who
+    after = client.run(rb_bytes)
+    # the workers' own memory agrees: each key in exactly one of them
+    assert {k: [w] for w, held in after.items() for k in held} == {k: list(who[k]) for k in keys}, (after, who)
+    moved, left = sum(after[w2].values()), sum(after[w1].values())
+    assert moved + left == 1_000_000 and moved >= 400_000 and left >= 400_000, after
+    counts = {w: sum(k.startswith("rb-") for k in held) for w, held in client.has_what().items()}
+    assert counts[w1] < 10 and counts[w2] > 0 and counts[w1] + counts[w2] == 10, counts
+
+    assert all(x == b"x" * 100_000 for x in client.gather(futs))
+    assert runs_per_key(tmp_path, keys) == {k: 1 for k in keys}
 
 
 def test_upload_file_makes_module_importable(client, cluster):
@@ -147,36 +212,41 @@ def test_worker_plugin_setup_runs_on_later_worker(client, cluster):
     marks = tmp / "plugin-marks"
     marks.mkdir()
     client.register_plugin(MarkerPlugin(str(marks)), name="marker")
-    assert {p.name for p in marks.iterdir()} == {"setup-w1", "setup-w2"}
-    workers.start(sched.address, "w3")
-    client.wait_for_workers(3, timeout=60)
-    wait_for(lambda: (marks / "setup-w3").exists(), 30, "plugin setup on the late worker")
-    client.unregister_worker_plugin("marker")
+    try:
+        assert {p.name for p in marks.iterdir()} == {"setup-w1", "setup-w2"}
+        with own_worker(cluster, client, "w3"):
+            wait_for(lambda: (marks / "setup-w3").exists(), 30, "plugin setup on the late worker")
+    finally:
+        client.unregister_worker_plugin("marker")
     with pytest.raises(Exception, match="does not exist"):
         client.unregister_worker_plugin("marker")
 
 
-def retire_and_check(client, name: str, n: int, by_address: bool) -> None:
-    """Put n results on worker `name` alone, retire it (by name or by
-    address, closing it), and check that it is gone and every result is
-    still there, held by others."""
-    info = client.scheduler_info()["workers"]
-    address = next(a for a, w in info.items() if w["name"] == name)
-    futs = client.map(inc, range(n), workers=[address], key=[f"retire-{name}-{i}" for i in range(n)])
-    wait(futs)
-    assert all(list(holders) == [address] for holders in client.who_has(futs).values())
-    if by_address:
-        retired = client.retire_workers(workers=[address], close_workers=True)
-    else:
-        retired = client.retire_workers(names=[name], close_workers=True)
-    assert list(retired) == [address]
-    assert address not in client.scheduler_info()["workers"]
-    assert client.gather(futs) == [i + 1 for i in range(n)]
-    assert all(holders and address not in holders for holders in client.who_has(futs).values())
+def retire_and_check(client, cluster, tmp_path: Path, name: str, n: int, by_address: bool) -> None:
+    """Start a worker `name`, put n results on it alone, retire it (by name
+    or by address, closing it), and check that it is gone and every result
+    is still there, held by others, and was computed once: the tasks may
+    run on other workers (allow_other_workers), so a result the retirement
+    lost would be recomputed silently, and counted."""
+    with own_worker(cluster, client, name) as address:
+        keys = [f"retire-{name}-{i}" for i in range(n)]
+        futs = client.map(counted, range(n), [str(tmp_path)] * n, keys, key=keys, workers=[address],
+                          allow_other_workers=True)
+        wait(futs)
+        assert all(list(holders) == [address] for holders in client.who_has(futs).values())
+        if by_address:
+            retired = client.retire_workers(workers=[address], close_workers=True)
+        else:
+            retired = client.retire_workers(names=[name], close_workers=True)
+        assert list(retired) == [address]
+        assert address not in client.scheduler_info()["workers"]
+        assert client.gather(futs) == [i + 1 for i in range(n)]
+        assert all(holders and address not in holders for holders in client.who_has(futs).values())
+        assert runs_per_key(tmp_path, keys) == {k: 1 for k in keys}
 
 
-def test_retire_workers_moves_data_first(client):
-    retire_and_check(client, "w3", 20, by_address=False)
+def test_retire_workers_moves_data_first(client, cluster, tmp_path):
+    retire_and_check(client, cluster, tmp_path, "w5", 20, by_address=False)
 
 
 class NannyMarker(NannyPlugin):
@@ -194,15 +264,16 @@ def test_nanny_plugin_setup_runs_on_current_and_later_nannies(client, cluster):
     sched, workers, tmp = cluster
     marks = tmp / "nanny-marks"
     marks.mkdir()
-    before = {w["name"] for w in client.scheduler_info()["workers"].values()}
     client.register_plugin(NannyMarker(str(marks)), name="nanny-marker")
-    assert {p.name for p in marks.iterdir()} == {f"nanny-{n}" for n in before}
-    workers.start(sched.address, "w4")
-    client.wait_for_workers(len(before) + 1, timeout=60)
-    wait_for(lambda: (marks / "nanny-w4").exists(), 30, "nanny plugin setup on the late nanny")
+    try:
+        assert {p.name for p in marks.iterdir()} == {"nanny-w1", "nanny-w2"}
+        with own_worker(cluster, client, "w4"):
+            wait_for(lambda: (marks / "nanny-w4").exists(), 30, "nanny plugin setup on the late nanny")
+    finally:
+        client.unregister_worker_plugin("nanny-marker", nanny=True)
 
 
-def test_retire_workers_by_address(client):
+def test_retire_workers_by_address(client, cluster, tmp_path):
     """retire_workers(workers=[address]) moves the data the worker alone
     holds, then removes and closes it."""
-    retire_and_check(client, "w4", 10, by_address=True)
+    retire_and_check(client, cluster, tmp_path, "w6", 10, by_address=True)

@@ -5,11 +5,14 @@ distributed's scheduler extensions provide them."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
 import threading
 import time
+import uuid
+from pathlib import Path
 
 import dask
 import dask.array as da
@@ -17,7 +20,7 @@ import numpy as np
 import pytest
 from distributed import Client, Event, Lock, MultiLock, Queue, Semaphore, Variable, fire_and_forget
 
-from cluster import GoScheduler, Workers, python_env, stop, wait_for
+from cluster import GoScheduler, Workers, python_env, running_cluster, stop, wait_for
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -68,18 +71,20 @@ def while_blocked(wait, then):
 
 def critical_section(i, lock, path, hold=0.05):
     """Read-modify-write a counter file under the lock; return the time span
-    the lock was held."""
+    the lock was held and the process that held it."""
     with lock:
         t0 = time.time()
         n = int(open(path).read())
         time.sleep(hold)
         with open(path, "w") as f:
             f.write(str(n + 1))
-        return t0, time.time()
+        return t0, time.time(), os.getpid()
 
 
 def max_overlap(spans):
-    events = sorted([(t0, 1) for t0, _ in spans] + [(t1, -1) for _, t1 in spans], key=lambda e: (e[0], e[1]))
+    """The most spans (t0, t1, ...) open at one time; a span ending when
+    another starts does not overlap it."""
+    events = sorted([(s[0], 1) for s in spans] + [(s[1], -1) for s in spans], key=lambda e: (e[0], e[1]))
     cur = best = 0
     for _, d in events:
         cur += d
@@ -95,7 +100,9 @@ def test_lock_mutual_exclusion(client, tmp_path):
     spans = client.gather(futures)
     assert path.read_text() == "20"  # no lost update
     assert max_overlap(spans) == 1
-    assert {f.key for f in futures}  # ran on workers
+    # the holders were the two worker processes (so the exclusion held across
+    # processes), never this one
+    assert {pid for _, _, pid in spans} == set(client.run(os.getpid).values()), spans
     assert lock.acquire(timeout=1)
     other = Lock("counter-lock")
     assert not other.acquire(blocking=False)
@@ -259,19 +266,41 @@ def test_published_dataset_survives_client_exit(cluster):
         assert c2.get_dataset("arr", default=None) is None
 
 
-def write_after(path, delay):
-    time.sleep(delay)
-    with open(path, "w") as f:
-        f.write("ran")
+def wait_for_event(name, started):
+    """Note (in the file `started`) that it runs, then wait for the Event
+    `name` (at most 60 s)."""
+    Path(started).write_text(str(os.getpid()))
+    if not Event(name).wait(timeout=60):
+        raise TimeoutError(f"event {name} was never set")
+    return "kept alive"
+
+
+def write_marker(value, path):
+    Path(path).write_text(value)
     return path
 
 
-def test_fire_and_forget_runs_after_client_closed(cluster, tmp_path):
-    path = tmp_path / "fired"
+def test_fire_and_forget_keeps_graph_after_client_closed(cluster, tmp_path):
+    """A task fired and forgotten whose dependency is still running when the
+    firing client releases its futures and closes: the scheduler keeps both
+    for the fire-and-forget pseudo-client. The dependency waits for an Event
+    set only after that client is gone, and the fired task, which writes the
+    marker, can only run once its dependency finished: the marker proves the
+    scheduler kept the graph although no client held any of its futures (had
+    it released them, the worker would have dropped the dependency's result
+    and the fired task would never run)."""
+    name = f"ff-{uuid.uuid4().hex}"
+    started, marker = tmp_path / "started", tmp_path / "fired"
     with Client(cluster.address, timeout=30) as c:
-        fire_and_forget(c.submit(write_after, str(path), 1.0, pure=False))
-    wait_for(lambda: path.exists(), 30, "the fire-and-forget task's file")
-    assert path.read_text() == "ran"
+        first = c.submit(wait_for_event, name, str(started), pure=False)
+        fire_and_forget(c.submit(write_marker, first, str(marker), pure=False))
+        wait_for(started.exists, 30, "the dependency to start")
+        del first
+    with Client(cluster.address, timeout=30) as c2:
+        assert not marker.exists()  # the fired task cannot have run yet
+        Event(name, client=c2).set()
+        wait_for(marker.exists, 30, "the fire-and-forget task's marker")
+        assert marker.read_text() == "kept alive"
 
 
 def test_metadata_round_trip(client):
@@ -285,11 +314,65 @@ def test_metadata_round_trip(client):
         client.get_metadata(["meta", "missing"])
 
 
-def test_xarray_to_netcdf_takes_a_distributed_lock(client, tmp_path, monkeypatch):
-    """Dataset.to_netcdf under a distributed Client writes through xarray's
-    write lock, a distributed.Lock named after the file: while this test
-    holds that lock the write waits, and once released it completes and
-    reads back equal."""
+def install_lock_recorder(name, log):
+    """Instrument distributed.Lock in this process: every hold of a Lock
+    called `name` appends "pid requested acquired released" to the file
+    `log`: when acquire was called, and the critical section's times taken
+    inside it (after acquire returned, before release starts)."""
+    from distributed import Lock as DLock
+
+    if "_recorder_originals" in vars(DLock):
+        remove_lock_recorder()
+    orig_acquire, orig_release = DLock.acquire, DLock.release
+    own = {k: vars(DLock)[k] for k in ("acquire", "release") if k in vars(DLock)}
+    acquired = {}
+
+    def acquire(self, *args, **kwargs):
+        requested = time.time()
+        ok = orig_acquire(self, *args, **kwargs)
+        if ok and self.name == name:
+            acquired[(id(self), threading.get_ident())] = requested, time.time()
+        return ok
+
+    def release(self):
+        if self.name == name:
+            requested, t0 = acquired.pop((id(self), threading.get_ident()))
+            with open(log, "a") as f:
+                f.write(f"{os.getpid()} {requested!r} {t0!r} {time.time()!r}\n")
+        return orig_release(self)
+
+    DLock.acquire, DLock.release = acquire, release
+    DLock._recorder_originals = own
+    return os.getpid()
+
+
+def remove_lock_recorder():
+    from distributed import Lock as DLock
+
+    own = vars(DLock).get("_recorder_originals")
+    if own is None:
+        return
+    for k in ("acquire", "release"):
+        if k in own:
+            setattr(DLock, k, own[k])
+        else:
+            delattr(DLock, k)
+    del DLock._recorder_originals
+
+
+def test_xarray_to_netcdf_serializes_writers_with_a_distributed_lock(tmp_path, monkeypatch):
+    """Dataset.to_netcdf under a distributed Client writes its chunks through
+    xarray's write lock, a distributed.Lock named after the file. On a
+    cluster of its own, two stock workers of one thread each (so that
+    only the distributed Lock can keep their writes apart; with two threads
+    in one worker, xarray's CombinedLock may take its per-process HDF5 lock
+    and the distributed Lock in either order and deadlock itself), every
+    hold of that Lock is recorded from inside its critical section, here
+    and in both workers. While this test holds the lock the chunk writes
+    wait: the write has not finished 3 s later, and the writers of both
+    worker processes asked for the lock during the test's hold and got it
+    only after its release. No two holds overlap, the chunks were written
+    in both worker processes, and the file reads back equal."""
     monkeypatch.setenv("HDF5_USE_FILE_LOCKING", "FALSE")  # as the workers'
     # both pinned in requirements.txt: a missing one is an error, not a skip
     import h5netcdf  # noqa: F401 - the scipy engine refuses the distributed scheduler
@@ -298,22 +381,59 @@ def test_xarray_to_netcdf_takes_a_distributed_lock(client, tmp_path, monkeypatch
     data = da.random.default_rng(0).random((40, 30), chunks=(10, 10))
     ds = xr.Dataset({"v": (("x", "y"), data)}, coords={"x": np.arange(40), "y": np.arange(30)})
     path = tmp_path / "out.nc"
-    held = Lock(str(path))
+    log = tmp_path / "lock-spans"
+    env = {"HDF5_USE_FILE_LOCKING": "FALSE"}
+
+    def start(sched, workers):
+        workers.start(sched.address, "x1", nthreads=1, env=env)
+        workers.start(sched.address, "x2", nthreads=1, env=env)
+
+    with running_cluster(tmp_path, start, 2) as sched, Client(sched.address, timeout=30) as client:
+        worker_pids = set(client.run(install_lock_recorder, str(path), str(log)).values())
+        install_lock_recorder(str(path), str(log))
+        try:
+            released = write_while_held(client, ds, path)
+        finally:
+            remove_lock_recorder()
+            client.run(remove_lock_recorder)
+    spans = [(float(t0), float(t1), int(pid), float(req)) for pid, req, t0, t1 in
+             (line.split() for line in log.read_text().splitlines())]
+    on_workers = [sp for sp in spans if sp[2] in worker_pids]
+    # one hold per chunk write (4 x 3 chunks of v), in both worker processes
+    assert len(on_workers) == data.npartitions, spans
+    assert {sp[2] for sp in on_workers} == worker_pids, spans
+    # in each worker process a writer waited for the test's hold to end
+    waited = {sp[2] for sp in on_workers if sp[3] < released <= sp[0]}
+    assert waited == worker_pids, (released, sorted(spans))
+    assert max_overlap(spans) == 1, sorted(spans)
+    with xr.open_dataset(path, engine="h5netcdf") as back:
+        xr.testing.assert_equal(back.load(), ds.compute())
+
+
+def write_while_held(client, ds, path) -> float:
+    """ds.to_netcdf(path) with its chunk writes computed while this process
+    holds the file's distributed Lock for 3 s: the write must still be
+    running then, and must finish once the lock is released. Returns the
+    time of the release."""
+    # creates the file and writes the coordinates here; the chunks of v
+    # are written by the tasks of the delayed it returns
+    store = ds.to_netcdf(path, engine="h5netcdf", compute=False)
+    held = Lock(str(path))  # with the default client: this test's
     assert held.acquire(timeout=10)
     errors = []
 
     def write():
         try:
-            ds.to_netcdf(path, engine="h5netcdf")
+            client.compute(store).result(timeout=60)
         except Exception as e:  # noqa: BLE001 - reported by the assertion below
             errors.append(e)
 
     writer = threading.Thread(target=write, daemon=True)
     writer.start()
     time.sleep(3)
-    assert writer.is_alive(), f"to_netcdf finished while its write lock was held elsewhere: {errors}"
+    assert writer.is_alive(), f"the chunks were written while their write lock was held elsewhere: {errors}"
+    released = time.time()
     held.release()
-    writer.join(120)
+    writer.join(90)
     assert not writer.is_alive() and not errors, errors
-    with xr.open_dataset(path, engine="h5netcdf") as back:
-        xr.testing.assert_equal(back.load(), ds.compute())
+    return released

@@ -13,7 +13,9 @@ import dask
 import numpy as np
 import pytest
 from distributed import Client, as_completed, wait
+from dask.utils import key_split
 from distributed.client import FutureCancelledError
+from distributed.utils import CancelledError
 
 from cluster import running_cluster, wait_for
 
@@ -151,11 +153,34 @@ def test_dataframe_groupby_and_task_shuffle(client):
     want = pdf.merge(other, on="k").sort_values(["k", "v"]).reset_index(drop=True)
     pd.testing.assert_frame_equal(got, want)
 
-    shuffled = ddf.shuffle(on="k", shuffle_method="tasks").compute()
-    assert sorted(shuffled.v) == sorted(pdf.v)
+    # the task shuffle: under the "tasks" method the lowered graph is the
+    # staged task shuffle (group-/split-taskshuffle keys), never P2P's
+    with dask.config.set({"dataframe.shuffle.method": "tasks"}):
+        shuffled = ddf.shuffle(on="k", shuffle_method="tasks").optimize()
+    graph = shuffled.__dask_graph__()
+    names = {key_split(k) for k in graph}
+    assert {"group-taskshuffle", "split-taskshuffle", "taskshuffle"} <= names, names
+    assert not {"shuffle-barrier", "shuffle-transfer", "p2pshuffle"} & names, names
+    token = next(k[0] for k in graph if isinstance(k, tuple) and key_split(k) == "taskshuffle")
+    parts = client.gather(client.compute(shuffled.to_delayed(optimize_graph=False)))
+    # the workers ran the shuffle's split tasks of this very graph
+    ran = client.run(_executed_key_names)
+    assert any(f"split-{token}" in ran_names for ran_names in ran.values()), (token, ran)
+    # every k lives in exactly one output partition ...
+    ks = [set(p.k) for p in parts]
+    assert sum(len(s) for s in ks) == len(set().union(*ks)) == pdf.k.nunique(), ks
+    # ... and the rows are pandas' own, exactly (the shuffle keeps the index)
+    pd.testing.assert_frame_equal(pd.concat(parts).sort_index(), pdf, check_exact=True)
 
 
 # 4. persist, release ---------------------------------------------------------
+
+
+def _executed_key_names(dask_worker):
+    """The names (first element of tuple keys) of the tasks this worker's
+    recent transition log shows going to executing."""
+    return sorted({str(e[0][0] if isinstance(e[0], tuple) else e[0])
+                   for e in dask_worker.state.log if len(e) > 3 and e[2] == "executing"})
 
 
 def _keys_on_workers(client):
@@ -208,17 +233,55 @@ def test_exception_and_retry(client, tmp_path):
 # 6. cancel, close, sharing ---------------------------------------------------
 
 
-def slow(x, delay=30):
-    time.sleep(delay)
-    return x
+def gated(started, release, value):
+    """Append `value` to the file `started`, wait (at most 30 s) until the
+    file `release` exists, then return `value`."""
+    with open(started, "a") as f:
+        f.write(f"{value}\n")
+    deadline = time.monotonic() + 30
+    while not os.path.exists(release) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return value
 
 
-def test_cancel(client):
-    fut = client.submit(slow, 1, key="slow-cancel")
-    time.sleep(0.2)
+def _task_states(dask_worker):
+    return {str(k): ts.state for k, ts in dask_worker.state.tasks.items()}
+
+
+def test_cancel(client, tmp_path):
+    """A running task cancelled: the future is cancelled and its result()
+    raises CancelledError; the scheduler forgets the key (not processing,
+    held nowhere, and a new submit of the key runs again); the cancelled
+    run, let finish afterwards, delivers nothing."""
+    started, release = tmp_path / "started", tmp_path / "release"
+    fut = client.submit(gated, str(started), str(release), 1, key="slow-cancel")
+    wait_for(started.exists, 30, "the task to start on a worker")
+    assert fut.status == "pending"
+    assert any("slow-cancel" in keys for keys in client.processing().values()), client.processing()
+
     fut.cancel()
-    with pytest.raises(FutureCancelledError):
+    assert fut.status == "cancelled" and fut.cancelled()
+    with pytest.raises(CancelledError) as info:
         fut.result(timeout=10)
+    assert isinstance(info.value, FutureCancelledError) and info.value.key == "slow-cancel", info.value
+    wait_for(lambda: not any("slow-cancel" in keys for keys in client.processing().values()), 10,
+             "the scheduler to stop processing the cancelled key")
+
+    # let the cancelled run finish on its worker: the worker drops the result
+    release.touch()
+    wait_for(lambda: not any("slow-cancel" in ts for ts in client.run(_task_states).values()), 30,
+             "the worker to forget the cancelled task once it finished")
+    assert started.read_text() == "1\n"  # it ran once, and only once
+    assert fut.status == "cancelled"
+    with pytest.raises(CancelledError):
+        fut.result(timeout=1)
+    assert "slow-cancel" not in client.who_has()
+    assert not any("slow-cancel" in keys for keys in _keys_on_workers(client).values())
+
+    # the scheduler forgot the key: submitting it again computes it again
+    again = client.submit(gated, str(started), str(release), 2, key="slow-cancel")
+    assert again.result(timeout=30) == 2
+    assert started.read_text() == "1\n2\n"
     assert client.submit(inc, 1).result() == 2
 
 

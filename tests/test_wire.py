@@ -40,6 +40,9 @@ def test_identity_via_stock_rpc(go_scheduler):
     assert info["type"] == "Scheduler"
     assert info["id"].startswith("Scheduler-") and len(info["id"]) == len("Scheduler-") + 36
     assert info["address"] == go_scheduler.address
+    # the port announced for the dashboard: the default --dashboard-address
+    # (:8787, as dask scheduler's); nothing serves it yet (see
+    # test_announced_dashboard_port_is_the_configured_one)
     assert info["services"] == {"dashboard": 8787}
     assert isinstance(info["started"], float) and 0 < info["started"] <= time.time()
     assert (info["n_workers"], info["total_threads"], info["total_memory"]) == (0, 0, 0)
@@ -54,6 +57,26 @@ def test_identity_via_stock_rpc(go_scheduler):
     # the work-stealing counters move with every balance tick
     assert on_file.pop("stealing")["enabled"] is info.pop("stealing")["enabled"] is True
     assert on_file == info
+
+
+def test_announced_dashboard_port_is_the_configured_one(tmp_path):
+    """--dashboard-address is announced, not served (the dashboard is not
+    built yet): identity's services["dashboard"] is the port the scheduler
+    was started with, and a stock Client builds dashboard_link from it and
+    the scheduler's host. Nothing here asserts that anything listens."""
+    from distributed import Client
+
+    from cluster import GoScheduler, free_port
+
+    port = free_port()
+    assert port != 8787
+    with GoScheduler(tmp_path, "--dashboard-address", f"127.0.0.1:{port}") as sched:
+        info = run(identity_of(sched.address))
+        assert info["services"] == {"dashboard": port}
+        assert json.loads(sched.scheduler_file.read_text())["services"] == {"dashboard": port}
+        with Client(sched.address, timeout=30) as c:
+            assert c.scheduler_info()["services"] == {"dashboard": port}
+            assert c.dashboard_link == f"http://127.0.0.1:{port}/status"
 
 
 def test_echo_and_unknown_op(go_scheduler):

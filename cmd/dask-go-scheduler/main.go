@@ -1,5 +1,6 @@
 // Command dask-go-scheduler is a drop-in replacement for `dask scheduler`:
-// stock dask Clients and `dask worker`s connect to it unchanged.
+// stock dask Clients and `dask worker`s connect to it unchanged, and it
+// takes `dask scheduler`'s command line (cli.go).
 //
 //	dask-go-scheduler --port 8786 --scheduler-file sched.json --config dask.yaml
 //
@@ -11,45 +12,37 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"math"
-	"net"
 	"os"
 	"os/signal"
 	"runtime/pprof"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/spf13/pflag"
 
 	"daskgo/compat"
 	"daskgo/scheduler"
 	"daskgo/scheduler/server"
 )
 
-type options struct {
-	host, dashboardAddr, schedulerFile, configFile, python, logLevel, cpuProfile, heapProfile string
-	port                                                                                      int
-}
-
 func main() {
 	runtimeDefaults()
-	var o options
-	flag.StringVar(&o.host, "host", "", "URI, IP or hostname to listen on; empty means all interfaces")
-	flag.IntVar(&o.port, "port", 8786, "port to listen on; 0 picks a free port")
-	flag.StringVar(&o.dashboardAddr, "dashboard-address", ":8787", "dashboard address advertised in identity (not served yet)")
-	flag.StringVar(&o.schedulerFile, "scheduler-file", "", "write the scheduler's identity as JSON to this file (for `dask worker --scheduler-file` and `Client(scheduler_file=...)`)")
-	flag.StringVar(&o.configFile, "config", "", "a dask config YAML file, above ~/.config/dask, /etc/dask and $DASK_CONFIG (DASK_* env vars still win)")
-	flag.StringVar(&o.python, "python", "python3", "Python interpreter of the clients' environment, for the graph materializer")
-	flag.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
-	flag.StringVar(&o.cpuProfile, "cpu-profile", "", "write a Go CPU profile (pprof) of the whole run to this file, for `go tool pprof`")
-	flag.StringVar(&o.heapProfile, "heap-profile", "", "write a Go heap profile (pprof) to this file on SIGUSR1 (FILE.N for the N-th) and at exit")
-	listOps := flag.Bool("list-ops", false, "print the op table (every distributed scheduler op and what it gets here) as JSON and exit")
-	flag.Parse()
-	if *listOps {
+	o, err := parseArgs(os.Args[1:], os.Stderr)
+	if errors.Is(err, pflag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "dask-go-scheduler: %v\n", err)
+		os.Exit(2)
+	}
+	switch {
+	case o.showVersion:
+		fmt.Printf("dask-go-scheduler, version %s\n", version)
+		return
+	case o.listOps:
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(server.Ops); err != nil {
@@ -64,12 +57,75 @@ func main() {
 	}
 }
 
+// serverConfig turns the command line and dask's configuration into the
+// server's configuration; every unsupported request is an error here,
+// before anything starts.
+func serverConfig(o options, settings compat.SchedulerSettings, log zerolog.Logger) (server.Config, error) {
+	if err := o.unsupported(); err != nil {
+		return server.Config{}, err
+	}
+	sec, err := securityOf(o, settings)
+	if err != nil {
+		return server.Config{}, err
+	}
+	listen, err := o.listenAddress(settings.DefaultScheme, sec.requireEncryption)
+	if err != nil {
+		return server.Config{}, err
+	}
+	dash, err := o.dashboardListen()
+	if err != nil {
+		return server.Config{}, err
+	}
+	idle, err := o.idleTimeoutOr(settings.IdleTimeout)
+	if err != nil {
+		return server.Config{}, err
+	}
+	hashSeed, seedDrawn, err := compat.HashSeedFromEnv(os.Getenv)
+	if err != nil {
+		return server.Config{}, fmt.Errorf("invalid environment: %w", err)
+	}
+	log.Debug().Uint32("hash-seed", hashSeed).Bool("hash-seed-drawn", seedDrawn).Msg("string hashing")
+	return server.Config{
+		Listen:            listen,
+		Engine:            engineConfig(settings),
+		Python:            o.python,
+		TaskOrdering:      settings.TaskOrdering,
+		CheckOrder:        settings.TaskOrderingCheck,
+		HashSeed:          hashSeed,
+		Compression:       settings.CommCompression,
+		ConnectionLimit:   settings.ConnectionLimit,
+		IdleTimeout:       idle,
+		TLS:               sec.tls,
+		RequireEncryption: sec.requireEncryption,
+		ConnectTimeout:    settings.ConnectTimeout,
+		TCPTimeout:        settings.TCPTimeout,
+		Logger:            log,
+		Dashboard: server.DashboardConfig{
+			Addr:             dash,
+			Prefix:           o.dashboardPrefix,
+			TLS:              sec.dashboard,
+			Routes:           settings.HTTPRoutes,
+			NoPages:          !o.dashboard,
+			Version:          version,
+			TaskStreamLength: settings.TaskStreamLength,
+		},
+	}, nil
+}
+
 func run(o options) error {
 	level, err := zerolog.ParseLevel(o.logLevel)
 	if err != nil {
 		return fmt.Errorf("--log-level: %w", err)
 	}
 	log := zerolog.New(os.Stderr).Level(level).With().Timestamp().Logger()
+	settings, err := compat.LoadSchedulerSettings(compat.ConfigSources{File: o.configFile})
+	if err != nil {
+		return fmt.Errorf("invalid configuration: %w", err)
+	}
+	cfg, err := serverConfig(o, settings, log)
+	if err != nil {
+		return err
+	}
 	if o.cpuProfile != "" {
 		f, err := os.Create(o.cpuProfile)
 		if err != nil {
@@ -85,18 +141,11 @@ func run(o options) error {
 		stop := heapProfiles(o.heapProfile, log)
 		defer stop()
 	}
-	dashboard, err := portOf(o.dashboardAddr)
+	removePID, err := writePIDFile(o.pidFile)
 	if err != nil {
-		return fmt.Errorf("--dashboard-address %q: %w", o.dashboardAddr, err)
+		return err
 	}
-	settings, err := compat.LoadSchedulerSettings(compat.ConfigSources{File: o.configFile})
-	if err != nil {
-		return fmt.Errorf("invalid configuration: %w", err)
-	}
-	hashSeed, seedDrawn, err := compat.HashSeedFromEnv(os.Getenv)
-	if err != nil {
-		return fmt.Errorf("invalid environment: %w", err)
-	}
+	defer removePID()
 	log.Info().Float64("worker-saturation", settings.WorkerSaturation).
 		Bool("root-task-co-assignment", settings.RootTaskCoAssignment).
 		Int("root-task-co-assignment-depth", settings.RootTaskCoAssignmentDepth).
@@ -104,26 +153,15 @@ func run(o options) error {
 		Dur("worker-ttl", settings.WorkerTTL).
 		Str("compression", settings.CommCompression).
 		Str("task-ordering", settings.TaskOrdering).
-		Uint32("hash-seed", hashSeed).Bool("hash-seed-drawn", seedDrawn).
 		Bool("work-stealing", settings.WorkStealing).
 		Dur("work-stealing-interval", settings.WorkStealingInterval).
 		Bool("active-memory-manager", settings.ActiveMemoryManager).
+		Dur("idle-timeout", cfg.IdleTimeout).
 		Msg("configuration")
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	srv, err := server.Start(ctx, server.Config{
-		Listen:          listenAddress(o.host, o.port),
-		Engine:          engineConfig(settings),
-		Python:          o.python,
-		TaskOrdering:    settings.TaskOrdering,
-		CheckOrder:      settings.TaskOrderingCheck,
-		HashSeed:        hashSeed,
-		Compression:     settings.CommCompression,
-		ConnectionLimit: settings.ConnectionLimit,
-		Logger:          log,
-		Dashboard:       dashboard,
-	})
+	srv, err := server.Start(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -135,6 +173,9 @@ func run(o options) error {
 		defer os.Remove(o.schedulerFile) // as distributed does when the scheduler closes
 	}
 	log.Info().Str("address", srv.Addr()).Msg("Scheduler at")
+	if p := srv.DashboardPort(); p != 0 {
+		log.Info().Int("port", p).Str("prefix", o.dashboardPrefix).Msg("dashboard at")
+	}
 	select {
 	case <-ctx.Done():
 		log.Info().Msg("shutting down")
@@ -184,25 +225,4 @@ func engineConfig(st compat.SchedulerSettings) scheduler.Config {
 	}
 	c.ExactAllowedFailures(st.AllowedFailures)
 	return c
-}
-
-// listenAddress accepts what `dask scheduler --host` accepts: empty, a host,
-// or a URI with scheme.
-func listenAddress(host string, port int) string {
-	if scheme, rest, ok := strings.Cut(host, "://"); ok {
-		return scheme + "://" + net.JoinHostPort(rest, strconv.Itoa(port))
-	}
-	return "tcp://" + net.JoinHostPort(host, strconv.Itoa(port))
-}
-
-func portOf(addr string) (int, error) {
-	_, p, err := net.SplitHostPort(addr)
-	if err != nil {
-		return 0, err
-	}
-	n, err := strconv.Atoi(p)
-	if err != nil || n < 0 || n > 65535 {
-		return 0, errors.New("port must be 0..65535")
-	}
-	return n, nil
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"daskgo/protocol"
 	"daskgo/scheduler/server"
 )
 
@@ -16,11 +15,11 @@ import (
 // --scheduler-file` does, atomically, so a worker polling for the file never
 // reads half of it.
 func writeSchedulerFile(ctx context.Context, path string, srv *server.Server) error {
-	id, err := srv.Identity(ctx)
+	id, err := srv.IdentityJSON(ctx)
 	if err != nil {
 		return fmt.Errorf("scheduler file %s: %w", path, err)
 	}
-	data, err := json.MarshalIndent(jsonValue(id), "", "  ")
+	data, err := json.MarshalIndent(id, "", "  ")
 	if err != nil {
 		return fmt.Errorf("scheduler file %s: %w", path, err)
 	}
@@ -38,25 +37,4 @@ func writeSchedulerFile(ctx context.Context, path string, srv *server.Server) er
 		return fmt.Errorf("scheduler file %s: %w", path, errors.Join(werr, cerr))
 	}
 	return nil
-}
-
-// jsonValue converts an identity value tree (string-keyed maps, scalars,
-// lists) into what encoding/json writes.
-func jsonValue(v any) any {
-	switch x := v.(type) {
-	case *protocol.Map:
-		out := make(map[string]any, x.Len())
-		for _, e := range x.Items() {
-			out[fmt.Sprint(e.Key)] = jsonValue(e.Value)
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = jsonValue(e)
-		}
-		return out
-	default:
-		return x
-	}
 }

@@ -5,15 +5,17 @@ import (
 	"time"
 
 	"daskgo/comm"
+	"daskgo/compat"
 	"daskgo/protocol"
 	"daskgo/scheduler"
+	"daskgo/scheduler/coord"
 )
 
 // The RPCs and stream ops of distributed's coordination extensions
 // (distributed/semaphore.py, multi_lock.py, event.py, variable.py,
 // queues.py, publish.py) and Scheduler.set_metadata/get_metadata. Fields
-// are decoded here; the engine holds all state (scheduler/semaphore.go and
-// its siblings).
+// are decoded here into coord ops; the engine holds all state
+// (scheduler/coord).
 
 // coordinationHandlers is added to the RPC table.
 func (s *Server) coordinationHandlers() map[string]comm.Handler {
@@ -21,62 +23,67 @@ func (s *Server) coordinationHandlers() map[string]comm.Handler {
 		"semaphore_register":       s.immediate(semaphoreRegister),
 		"semaphore_acquire":        s.blocking(semaphoreAcquire),
 		"semaphore_release":        s.immediate(semaphoreRelease),
-		"semaphore_close":          s.immediate(func(f *fields) scheduler.Stimulus { return &scheduler.SemaphoreClose{Name: f.str("name")} }),
+		"semaphore_close":          s.immediate(func(f *fields) coord.Op { return &coord.SemaphoreClose{Name: f.str("name")} }),
 		"semaphore_refresh_leases": s.immediate(semaphoreRefresh),
-		"semaphore_value":          s.immediate(func(f *fields) scheduler.Stimulus { return &scheduler.SemaphoreValue{Name: f.str("name")} }),
+		"semaphore_value":          s.immediate(func(f *fields) coord.Op { return &coord.SemaphoreValue{Name: f.str("name")} }),
 		"multi_lock_acquire":       s.blocking(multiLockAcquire),
-		"multi_lock_release":       s.immediate(func(f *fields) scheduler.Stimulus { return &scheduler.MultiLockRelease{ID: f.str("id")} }),
+		"multi_lock_release":       s.immediate(func(f *fields) coord.Op { return &coord.MultiLockRelease{ID: f.str("id")} }),
 		"event_wait":               s.blocking(eventWait),
-		"event_set":                s.immediate(func(f *fields) scheduler.Stimulus { return &scheduler.EventSet{Name: f.str("name")} }),
-		"event_clear":              s.immediate(func(f *fields) scheduler.Stimulus { return &scheduler.EventClear{Name: f.str("name")} }),
-		"event_is_set":             s.immediate(func(f *fields) scheduler.Stimulus { return &scheduler.EventIsSet{Name: f.str("name")} }),
+		"event_set":                s.immediate(func(f *fields) coord.Op { return &coord.EventSet{Name: f.str("name")} }),
+		"event_clear":              s.immediate(func(f *fields) coord.Op { return &coord.EventClear{Name: f.str("name")} }),
+		"event_is_set":             s.immediate(func(f *fields) coord.Op { return &coord.EventIsSet{Name: f.str("name")} }),
 		"variable_set":             s.withKey(variableSet),
 		"variable_get":             s.blocking(variableGet),
 		"queue_create":             s.immediate(queueCreate),
 		"queue_put":                s.withKey(queuePut),
 		"queue_get":                s.blocking(queueGet),
-		"queue_qsize":              s.immediate(func(f *fields) scheduler.Stimulus { return &scheduler.QueueSize{Name: f.str("name")} }),
+		"queue_qsize":              s.immediate(func(f *fields) coord.Op { return &coord.QueueSize{Name: f.str("name")} }),
 		"publish_put":              s.blocking(publishPut),
 		"publish_delete":           s.blocking(publishDelete),
-		"publish_list":             s.immediate(func(*fields) scheduler.Stimulus { return &scheduler.PublishList{} }),
-		"publish_get":              s.immediate(func(f *fields) scheduler.Stimulus { return &scheduler.PublishGet{Names: f.list("names")} }),
+		"publish_list":             s.immediate(func(*fields) coord.Op { return &coord.PublishList{} }),
+		"publish_get":              s.immediate(func(f *fields) coord.Op { return &coord.PublishGet{Names: f.list("names")} }),
 		"set_metadata":             s.immediate(setMetadata),
 		"get_metadata":             s.immediate(getMetadata),
 	}
 }
 
-// rpcStimulus is a stimulus answering an RPC (it embeds scheduler.Call).
-type rpcStimulus interface {
-	scheduler.Stimulus
+// rpcOp is a coordination op answering an RPC (it embeds coord.Call).
+type rpcOp interface {
+	coord.Op
 	SetReplyTo(id int64)
-	Stamp(b scheduler.Base)
 }
 
 // immediate serves an RPC the engine answers at once.
-func (s *Server) immediate(mk func(f *fields) scheduler.Stimulus) comm.Handler {
+func (s *Server) immediate(mk func(f *fields) coord.Op) comm.Handler {
 	return func(ctx context.Context, req *comm.Request) (any, error) {
-		st, _, err := decodeRPC(req, func(f *fields) (scheduler.Stimulus, time.Duration) { return mk(f), -1 })
+		op, _, err := decodeRPC(req, func(f *fields) (coord.Op, time.Duration) { return mk(f), -1 })
 		if err != nil {
 			return nil, err
 		}
-		return s.loop.callRPC(ctx, func(id int64) scheduler.Stimulus { st.SetReplyTo(id); return st })
+		return s.loop.callRPC(ctx, func(id int64) scheduler.Stimulus {
+			op.SetReplyTo(id)
+			return &scheduler.CoordOp{Base: s.base(req.Op), Op: op}
+		})
 	}
 }
 
 // blocking serves an RPC the engine may park until timeout (-1: none).
-func (s *Server) blocking(mk func(f *fields) (scheduler.Stimulus, time.Duration)) comm.Handler {
+func (s *Server) blocking(mk func(f *fields) (coord.Op, time.Duration)) comm.Handler {
 	return func(ctx context.Context, req *comm.Request) (any, error) {
-		st, timeout, err := decodeRPC(req, mk)
+		op, timeout, err := decodeRPC(req, mk)
 		if err != nil {
 			return nil, err
 		}
-		return s.loop.callWait(ctx, req.Conn, timeout, func(id int64) scheduler.Stimulus { st.SetReplyTo(id); return st })
+		return s.loop.callWait(ctx, req.Conn, timeout, func(id int64) scheduler.Stimulus {
+			op.SetReplyTo(id)
+			return &scheduler.CoordOp{Base: s.base(req.Op), Op: op}
+		})
 	}
 }
 
 // withKey serves variable_set and queue_put: when they carry a future's
 // key, wait (up to their timeout) for the engine to know it first.
-func (s *Server) withKey(mk func(f *fields) (scheduler.Stimulus, time.Duration)) comm.Handler {
+func (s *Server) withKey(mk func(f *fields) (coord.Op, time.Duration)) comm.Handler {
 	wait := s.blocking(mk)
 	return func(ctx context.Context, req *comm.Request) (any, error) {
 		if k := req.Args.Get("key"); k != nil {
@@ -86,7 +93,7 @@ func (s *Server) withKey(mk func(f *fields) (scheduler.Stimulus, time.Duration))
 			}
 			f := &fields{op: req.Op, m: req.Args}
 			if err := s.loop.waitForKey(ctx, key, f.timeout("timeout")); err != nil {
-				if re, ok := err.(*scheduler.RemoteException); ok {
+				if re, ok := err.(*coord.RemoteException); ok {
 					return rpcResult(re), nil
 				}
 				return nil, err
@@ -96,17 +103,15 @@ func (s *Server) withKey(mk func(f *fields) (scheduler.Stimulus, time.Duration))
 	}
 }
 
-// decodeRPC builds the stimulus of a request (and its timeout, -1 for
-// none), or the error naming the bad field.
-func decodeRPC(req *comm.Request, mk func(f *fields) (scheduler.Stimulus, time.Duration)) (rpcStimulus, time.Duration, error) {
+// decodeRPC builds the op of a request (and its timeout, -1 for none), or
+// the error naming the bad field.
+func decodeRPC(req *comm.Request, mk func(f *fields) (coord.Op, time.Duration)) (rpcOp, time.Duration, error) {
 	f := &fields{op: req.Op, m: req.Args}
-	st, timeout := mk(f)
+	op, timeout := mk(f)
 	if f.err != nil {
 		return nil, 0, f.err
 	}
-	rs := st.(rpcStimulus)
-	rs.Stamp(base(req.Op))
-	return rs, timeout, nil
+	return op.(rpcOp), timeout, nil
 }
 
 // timeout reads a timeout (seconds, or a dask timedelta string); None is
@@ -116,12 +121,12 @@ func (f *fields) timeout(name string) time.Duration {
 	if v == nil {
 		return -1
 	}
-	secs, err := scheduler.ParseTimedelta(v)
+	d, err := compat.ParseTimedelta(v)
 	if err != nil {
 		f.fail(name, "a timeout in seconds", v)
 		return -1
 	}
-	return time.Duration(max(secs, 0) * float64(time.Second))
+	return max(d, 0)
 }
 
 func (f *fields) list(name string) []any {
@@ -136,8 +141,8 @@ func (f *fields) list(name string) []any {
 	}
 }
 
-func semaphoreRegister(f *fields) scheduler.Stimulus {
-	st := &scheduler.SemaphoreRegister{Name: f.str("name"), MaxLeases: f.int("max_leases")}
+func semaphoreRegister(f *fields) coord.Op {
+	st := &coord.SemaphoreRegister{Name: f.str("name"), MaxLeases: f.int("max_leases")}
 	if _, ok := f.m.Get("max_leases").(int64); !ok {
 		f.fail("max_leases", "an int", f.m.Get("max_leases"))
 	}
@@ -147,58 +152,58 @@ func semaphoreRegister(f *fields) scheduler.Stimulus {
 	return st
 }
 
-func semaphoreAcquire(f *fields) (scheduler.Stimulus, time.Duration) {
+func semaphoreAcquire(f *fields) (coord.Op, time.Duration) {
 	t := f.timeout("timeout")
-	return &scheduler.SemaphoreAcquire{Name: f.str("name"), LeaseID: f.str("lease_id"), NoWait: t == 0}, t
+	return &coord.SemaphoreAcquire{Name: f.str("name"), LeaseID: f.str("lease_id"), NoWait: t == 0}, t
 }
 
-func semaphoreRelease(f *fields) scheduler.Stimulus {
-	return &scheduler.SemaphoreRelease{Name: f.str("name"), LeaseID: f.str("lease_id")}
+func semaphoreRelease(f *fields) coord.Op {
+	return &coord.SemaphoreRelease{Name: f.str("name"), LeaseID: f.str("lease_id")}
 }
 
-func semaphoreRefresh(f *fields) scheduler.Stimulus {
-	return &scheduler.SemaphoreRefreshLeases{Name: f.str("name"), LeaseIDs: f.strings("lease_ids")}
+func semaphoreRefresh(f *fields) coord.Op {
+	return &coord.SemaphoreRefreshLeases{Name: f.str("name"), LeaseIDs: f.strings("lease_ids")}
 }
 
-func multiLockAcquire(f *fields) (scheduler.Stimulus, time.Duration) {
+func multiLockAcquire(f *fields) (coord.Op, time.Duration) {
 	t := f.timeout("timeout")
-	return &scheduler.MultiLockAcquire{Locks: f.strings("locks"), ID: f.str("id"), NumLocks: f.int("num_locks")}, t
+	return &coord.MultiLockAcquire{Locks: f.strings("locks"), ID: f.str("id"), NumLocks: f.int("num_locks")}, t
 }
 
-func eventWait(f *fields) (scheduler.Stimulus, time.Duration) {
+func eventWait(f *fields) (coord.Op, time.Duration) {
 	t := f.timeout("timeout")
-	return &scheduler.EventWait{Name: f.str("name"), NoWait: t == 0}, t
+	return &coord.EventWait{Name: f.str("name"), NoWait: t == 0}, t
 }
 
-func variableSet(f *fields) (scheduler.Stimulus, time.Duration) {
-	st := &scheduler.VariableSet{Name: f.str("name"), Data: f.m.Get("data")}
+func variableSet(f *fields) (coord.Op, time.Duration) {
+	st := &coord.VariableSet{Name: f.str("name"), Data: f.m.Get("data")}
 	if f.m.Get("key") != nil {
 		st.Future, st.Key = true, f.key("key")
 	}
 	return st, -1
 }
 
-func variableGet(f *fields) (scheduler.Stimulus, time.Duration) {
+func variableGet(f *fields) (coord.Op, time.Duration) {
 	t := f.timeout("timeout")
-	return &scheduler.VariableGet{Name: f.str("name"), NoWait: t == 0}, t
+	return &coord.VariableGet{Name: f.str("name"), NoWait: t == 0}, t
 }
 
-func queueCreate(f *fields) scheduler.Stimulus {
-	return &scheduler.QueueCreate{Name: f.str("name"), MaxSize: f.int("maxsize")}
+func queueCreate(f *fields) coord.Op {
+	return &coord.QueueCreate{Name: f.str("name"), MaxSize: f.int("maxsize")}
 }
 
-func queuePut(f *fields) (scheduler.Stimulus, time.Duration) {
+func queuePut(f *fields) (coord.Op, time.Duration) {
 	t := f.timeout("timeout")
-	st := &scheduler.QueuePut{Name: f.str("name"), Data: f.m.Get("data"), NoWait: t == 0}
+	st := &coord.QueuePut{Name: f.str("name"), Data: f.m.Get("data"), NoWait: t == 0}
 	if f.m.Get("key") != nil {
 		st.Future, st.Key = true, f.key("key")
 	}
 	return st, t
 }
 
-func queueGet(f *fields) (scheduler.Stimulus, time.Duration) {
+func queueGet(f *fields) (coord.Op, time.Duration) {
 	t := f.timeout("timeout")
-	st := &scheduler.QueueGet{Name: f.str("name"), NoWait: t == 0}
+	st := &coord.QueueGet{Name: f.str("name"), NoWait: t == 0}
 	switch b := f.m.Get("batch").(type) {
 	case bool:
 		if b {
@@ -219,8 +224,8 @@ func queueGet(f *fields) (scheduler.Stimulus, time.Duration) {
 	return st, t
 }
 
-func publishPut(f *fields) (scheduler.Stimulus, time.Duration) {
-	st := &scheduler.PublishPut{Client: f.str("client"), UID: f.str("uid"), Names: f.list("names"),
+func publishPut(f *fields) (coord.Op, time.Duration) {
+	st := &coord.PublishPut{Client: f.str("client"), UID: f.str("uid"), Names: f.list("names"),
 		Data: f.list("data"), Override: f.bool("override")}
 	for _, ks := range f.list("keys") {
 		keys, err := protocol.KeysOf(ks)
@@ -235,16 +240,16 @@ func publishPut(f *fields) (scheduler.Stimulus, time.Duration) {
 	return st, -1
 }
 
-func publishDelete(f *fields) (scheduler.Stimulus, time.Duration) {
-	return &scheduler.PublishDelete{Client: f.str("client"), UID: f.str("uid"), Names: f.list("names")}, -1
+func publishDelete(f *fields) (coord.Op, time.Duration) {
+	return &coord.PublishDelete{Client: f.str("client"), UID: f.str("uid"), Names: f.list("names")}, -1
 }
 
-func setMetadata(f *fields) scheduler.Stimulus {
-	return &scheduler.SetMetadata{Keys: f.list("keys"), Value: f.m.Get("value")}
+func setMetadata(f *fields) coord.Op {
+	return &coord.SetMetadata{Keys: f.list("keys"), Value: f.m.Get("value")}
 }
 
-func getMetadata(f *fields) scheduler.Stimulus {
-	st := &scheduler.GetMetadata{Keys: f.list("keys"), Default: f.m.Get("default"), HasDefault: true}
+func getMetadata(f *fields) coord.Op {
+	st := &coord.GetMetadata{Keys: f.list("keys"), Default: f.m.Get("default"), HasDefault: true}
 	if isNoDefault(st.Default) {
 		st.Default, st.HasDefault = nil, false
 	}
@@ -261,18 +266,26 @@ func isNoDefault(v any) bool {
 // coordinationStreamStimulus converts the extensions' client stream ops;
 // ok is false for other ops.
 func coordinationStreamStimulus(client string, f *fields, b scheduler.Base) (scheduler.Stimulus, bool) {
+	op := coordinationStreamOp(client, f)
+	if op == nil {
+		return nil, false
+	}
+	return &scheduler.CoordOp{Base: b, Op: op}, true
+}
+
+func coordinationStreamOp(client string, f *fields) coord.Op {
 	switch f.op {
 	case "publish_flush_batched_send":
-		return &scheduler.PublishFlush{Base: b, Client: client, UID: f.str("uid")}, true
+		return &coord.PublishFlush{Client: client, UID: f.str("uid")}
 	case "variable-future-received-confirm":
-		return &scheduler.VariableFutureReceived{Base: b, Client: client, Name: f.str("name"),
-			Key: f.key("key"), Token: f.str("token")}, true
+		return &coord.VariableFutureReceived{Client: client, Name: f.str("name"),
+			Key: f.key("key"), Token: f.str("token")}
 	case "variable_delete":
-		return &scheduler.VariableDelete{Base: b, Name: f.str("name")}, true
+		return &coord.VariableDelete{Name: f.str("name")}
 	case "queue-future-release":
-		return &scheduler.QueueFutureRelease{Base: b, Client: client, Name: f.str("name"), Key: f.key("key")}, true
+		return &coord.QueueFutureRelease{Client: client, Name: f.str("name"), Key: f.key("key")}
 	case "queue_release":
-		return &scheduler.QueueRelease{Base: b, Name: f.str("name")}, true
+		return &coord.QueueRelease{Name: f.str("name")}
 	}
-	return nil, false
+	return nil
 }

@@ -146,7 +146,7 @@ func (s *Server) getData(ctx context.Context, worker string, keys []protocol.Key
 				return nil, fmt.Errorf("worker %s stayed busy", worker)
 			}
 			select {
-			case <-time.After(150 * time.Millisecond):
+			case <-s.clock.After(150 * time.Millisecond):
 			case <-ctx.Done():
 				return nil, ctx.Err()
 			}
@@ -210,7 +210,7 @@ func (s *Server) scatter(ctx context.Context, req *comm.Request) (any, error) {
 		return nil, err
 	}
 	_, err = s.loop.call(ctx, func(id int64) scheduler.Stimulus {
-		return &scheduler.UpdateData{Base: base("scatter"), Client: client, WhoHas: whoHas, NBytes: nbytes, ReplyTo: id}
+		return &scheduler.UpdateData{Base: s.base("scatter"), Client: client, WhoHas: whoHas, NBytes: nbytes, ReplyTo: id}
 	})
 	if err != nil {
 		return nil, err
@@ -219,7 +219,7 @@ func (s *Server) scatter(ctx context.Context, req *comm.Request) (any, error) {
 }
 
 func (s *Server) waitForRunningWorkers(ctx context.Context, wanted []string, timeout time.Duration) ([]string, error) {
-	deadline := time.Now().Add(timeout)
+	deadline := s.clock.Now().Add(timeout)
 	for {
 		var running []string
 		if err := s.loop.query(ctx, func(st *scheduler.State) { running = st.RunningWorkers() }); err != nil {
@@ -241,11 +241,11 @@ func (s *Server) waitForRunningWorkers(ctx context.Context, wanted []string, tim
 		if len(running) > 0 {
 			return running, nil
 		}
-		if time.Now().After(deadline) {
+		if s.clock.Now().After(deadline) {
 			return nil, errors.New("TimeoutError: No valid workers found")
 		}
 		select {
-		case <-time.After(100 * time.Millisecond):
+		case <-s.clock.After(100 * time.Millisecond):
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
@@ -293,7 +293,7 @@ func (s *Server) updateData(ctx context.Context, req *comm.Request) (any, error)
 	}
 	client, _ := req.Args.Get("client").(string)
 	_, err = s.loop.call(ctx, func(id int64) scheduler.Stimulus {
-		return &scheduler.UpdateData{Base: base("update-data"), Client: client, WhoHas: who, NBytes: nbytes, ReplyTo: id}
+		return &scheduler.UpdateData{Base: s.base("update-data"), Client: client, WhoHas: who, NBytes: nbytes, ReplyTo: id}
 	})
 	return nil, err
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"daskgo/compat"
 	"daskgo/protocol"
 	"daskgo/scheduler"
 )
@@ -240,7 +241,7 @@ func clientStimulus(client string, m *protocol.Map, now time.Time) (scheduler.St
 	var st scheduler.Stimulus
 	switch op {
 	case "update-graph":
-		st = &scheduler.UpdateGraph{Base: b, Client: client, Msg: m}
+		st = updateGraphStimulus(f, b, client)
 	case "client-desires-keys":
 		who := f.str("client")
 		if who == "" {
@@ -310,4 +311,56 @@ func whoHasAndNBytes(m *protocol.Map) (map[protocol.Key][]string, map[protocol.K
 		nbytes[k] = n
 	}
 	return who, nbytes, nil
+}
+
+// updateGraphStimulus decodes what the engine uses of update-graph; the
+// dict itself goes on to a materializer helper as the payload. Only bad
+// keys refuse the op: the fields that shape priorities fall back to their
+// defaults, as the Python scheduler's would not fail the graph either
+// (an unknown submitting_task is a super-task already forgotten).
+func updateGraphStimulus(f *fields, b scheduler.Base, client string) *scheduler.UpdateGraph {
+	ug := &scheduler.UpdateGraph{Base: b, Client: client, Keys: f.keys("keys"), Payload: f.m}
+	if d, err := compat.ParseTimedelta(f.m.Get("fifo_timeout")); err == nil {
+		ug.FifoTimeout = d
+	}
+	if v := f.m.Get("submitting_task"); v != nil {
+		k, err := protocol.KeyOf(v)
+		if err != nil {
+			k = protocol.StrKey(protocol.String(v)) // names no task: the "already cleaned up" case
+		}
+		ug.SubmittingTask = &k
+	}
+	ug.UserPriority, _ = toFloat(f.m.Get("user_priority"))
+	switch v := f.m.Get("actors").(type) {
+	case bool:
+		ug.AllActors = v
+	case []any, protocol.Set:
+		ug.ActorKeys, _ = protocol.KeysOf(v)
+	}
+	return ug
+}
+
+// lookupPath reads a nested dict value (nil when a level is missing).
+func lookupPath(m *protocol.Map, path ...string) any {
+	var v any = m
+	for _, p := range path {
+		mm, ok := v.(*protocol.Map)
+		if !ok {
+			return nil
+		}
+		v = mm.Get(p)
+	}
+	return v
+}
+
+func toFloat(v any) (float64, bool) {
+	switch x := v.(type) {
+	case float64:
+		return x, true
+	case int64:
+		return float64(x), true
+	case uint64:
+		return float64(x), true
+	}
+	return 0, false
 }

@@ -100,7 +100,10 @@ func TestClientStimuli(t *testing.T) {
 		"cancel-keys":          func(s scheduler.Stimulus) bool { return s.(*scheduler.CancelKeys).Force },
 		"heartbeat-client":     func(s scheduler.Stimulus) bool { return s.(*scheduler.HeartbeatClient).Client == "c1" },
 		"close-client":         func(s scheduler.Stimulus) bool { return s.(*scheduler.RemoveClient).Client == "c1" },
-		"update-graph":         func(s scheduler.Stimulus) bool { return s.(*scheduler.UpdateGraph).Msg != nil },
+		"update-graph": func(s scheduler.Stimulus) bool {
+			ug := s.(*scheduler.UpdateGraph)
+			return len(ug.Keys) == 2 && ug.Payload != nil
+		},
 	}
 	for op, check := range cases {
 		m := protocol.NewMap("op", op, "keys", keys, "force", true)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"daskgo/comm"
+	"daskgo/compat"
 	"daskgo/protocol"
 	"daskgo/scheduler"
 )
@@ -20,7 +21,7 @@ func (s *Server) logEvent(ctx context.Context, req *comm.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &scheduler.LogEvent{Base: base("log-event"), Topics: topics, Msg: req.Args.Get("msg")}
+	st := &scheduler.LogEvent{Base: s.base("log-event"), Topics: topics, Msg: req.Args.Get("msg")}
 	return nil, s.loop.submitWait(ctx, st)
 }
 
@@ -58,10 +59,10 @@ func (s *Server) events(ctx context.Context, req *comm.Request) (any, error) {
 func (s *Server) taskStream(ctx context.Context, req *comm.Request) (any, error) {
 	var q scheduler.TaskStreamQuery
 	var err error
-	if q.Start, err = streamTime(req.Args.Get("start")); err != nil {
+	if q.Start, err = streamTime(req.Args.Get("start"), s.unixNow()); err != nil {
 		return nil, fmt.Errorf("get_task_stream: start: %w", err)
 	}
-	if q.Stop, err = streamTime(req.Args.Get("stop")); err != nil {
+	if q.Stop, err = streamTime(req.Args.Get("stop"), s.unixNow()); err != nil {
 		return nil, fmt.Errorf("get_task_stream: stop: %w", err)
 	}
 	if q.Count, err = optInt(req.Args.Get("count")); err != nil {
@@ -90,10 +91,10 @@ func (s *Server) taskStreamIndex(ctx context.Context, _ *comm.Request) (any, err
 // startTaskStream makes the engine record the task stream from now on
 // (a no-op once it does).
 func (s *Server) startTaskStream(ctx context.Context) error {
-	return s.loop.submitWait(ctx, &scheduler.StartTaskStream{Base: base("task-stream")})
+	return s.loop.submitWait(ctx, &scheduler.StartTaskStream{Base: s.base("task-stream")})
 }
 
-func streamTime(v any) (*float64, error) {
+func streamTime(v any, now float64) (*float64, error) {
 	switch x := v.(type) {
 	case nil:
 		return nil, nil
@@ -103,11 +104,11 @@ func streamTime(v any) (*float64, error) {
 		f := float64(x)
 		return &f, nil
 	case string:
-		d, err := scheduler.ParseTimedelta(x)
+		d, err := compat.ParseTimedelta(x)
 		if err != nil {
 			return nil, err
 		}
-		t := unixNow() - d
+		t := now - d.Seconds()
 		return &t, nil
 	default:
 		return nil, fmt.Errorf("want a time or a duration, got %s", protocol.String(v))

@@ -51,6 +51,12 @@ func (s *Server) implementedHandlers() map[string]comm.Handler {
 		"terminate":        s.terminate,
 		"restart":          s.restart,
 		"add_keys":         s.addKeysRPC,
+		"get_story":        s.getStory,
+
+		"adaptive_target":         s.adaptiveTarget,
+		"workers_to_close":        s.workersToClose,
+		"check_idle":              s.checkIdle,
+		"subscribe_worker_status": s.subscribeWorkerStatus,
 
 		"log_event":             s.logEvent,
 		"events":                s.events,
@@ -116,9 +122,14 @@ func (s *Server) heartbeatWorker(ctx context.Context, req *comm.Request) (any, e
 	if f.err != nil {
 		return nil, f.err
 	}
+	hb := &scheduler.WorkerHeartbeat{Base: s.base("heartbeat"), Worker: addr, Executing: executing}
+	if metrics != nil {
+		hb.Metrics = metrics
+		hb.Bandwidth, hb.HasBandwidth = toFloat(lookupPath(metrics, "bandwidth", "total"))
+	}
 	return s.loop.call(ctx, func(id int64) scheduler.Stimulus {
-		return &scheduler.WorkerHeartbeat{Base: base("heartbeat"), Worker: addr, Metrics: metrics,
-			Executing: executing, ReplyTo: id}
+		hb.ReplyTo = id
+		return hb
 	})
 }
 
@@ -131,7 +142,7 @@ func (s *Server) unregister(ctx context.Context, req *comm.Request) (any, error)
 	if !known {
 		return "already-removed", nil
 	}
-	st := &scheduler.RemoveWorker{Base: base("unregister"), Worker: addr, Reason: "unregister"}
+	st := &scheduler.RemoveWorker{Base: s.base("unregister"), Worker: addr, Reason: "unregister"}
 	if id, ok := req.Args.Get("stimulus_id").(string); ok && id != "" {
 		st.ID = id
 	}
@@ -186,7 +197,7 @@ func (s *Server) retry(ctx context.Context, req *comm.Request) (any, error) {
 	}
 	client, _ := req.Args.Get("client").(string)
 	return s.loop.call(ctx, func(id int64) scheduler.Stimulus {
-		return &scheduler.Retry{Base: base("retry"), Client: client, Keys: keys, ReplyTo: id}
+		return &scheduler.Retry{Base: s.base("retry"), Client: client, Keys: keys, ReplyTo: id}
 	})
 }
 
@@ -215,7 +226,7 @@ func (s *Server) addKeysRPC(ctx context.Context, req *comm.Request) (any, error)
 		return nil, fmt.Errorf("add_keys: %w", err)
 	}
 	worker, _ := req.Args.Get("worker").(string)
-	err = s.loop.submitWait(ctx, &scheduler.AddKeys{Base: base("add-keys"), Worker: worker, Keys: keys})
+	err = s.loop.submitWait(ctx, &scheduler.AddKeys{Base: s.base("add-keys"), Worker: worker, Keys: keys})
 	return "OK", err
 }
 

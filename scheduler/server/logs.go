@@ -31,20 +31,21 @@ type logRecord struct {
 
 // logRing is safe for concurrent use: every goroutine logs.
 type logRing struct {
-	mu   sync.Mutex
-	buf  []logRecord
-	head int
-	max  int
+	mu    sync.Mutex
+	buf   []logRecord
+	head  int
+	max   int
+	clock Clock
 }
 
-func newLogRing(n int) *logRing { return &logRing{max: n} }
+func newLogRing(n int, clock Clock) *logRing { return &logRing{max: n, clock: clock} }
 
 // Run implements zerolog.Hook.
 func (r *logRing) Run(_ *zerolog.Event, level zerolog.Level, msg string) {
 	if msg == "" {
 		return
 	}
-	rec := logRecord{at: time.Now(), level: level, msg: msg}
+	rec := logRecord{at: r.clock.Now(), level: level, msg: msg}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.buf) < r.max {

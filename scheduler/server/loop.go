@@ -20,7 +20,7 @@ type loop struct {
 	state  *scheduler.State
 	events chan event
 
-	replyMu sync.Mutex
+	replyMu sync.Mutex // guards replies: RPC handlers register slots, the loop delivers to them
 	replies map[int64]chan any
 	nextID  atomic.Int64
 }
@@ -59,26 +59,50 @@ func (l *loop) run() {
 }
 
 // handle runs one stimulus through the engine and sends what it returns.
+// Sending may produce stimuli of its own (a helper that cannot take a
+// graph fails it); they are handled after, in order, never from inside
+// dispatch: the engine is entered once at a time.
 func (l *loop) handle(st scheduler.Stimulus) {
-	var start time.Time
-	if l.srv.tracing {
-		start = time.Now()
+	for pending := []scheduler.Stimulus{st}; len(pending) > 0; {
+		st, pending = pending[0], pending[1:]
+		var start time.Time
+		if l.srv.tracing {
+			start = l.srv.clock.Now()
+		}
+		out := l.state.Handle(st)
+		if l.srv.tracing {
+			traceStimulus(l.srv.log, st, start, l.srv.clock.Now())
+		}
+		pending = append(pending, l.dispatch(&out)...)
+		l.srv.noteMembership(l.state, &out)
+		if tick, ok := st.(*scheduler.Tick); ok {
+			l.onTick(tick)
+		}
+		if to := replyTo(st); to != 0 && !answered(&out, to) && !l.state.Parked(to) {
+			l.deliver(to, nil)
+		}
+		// The streams copied the message pointers: the engine may reuse the
+		// outbox's maps and slices (about 3 allocations per task less).
+		l.state.Recycle(&out)
+		l.srv.memory.noteStimulus(st, l.state.NumTasks())
 	}
-	out := l.state.Handle(st)
-	if l.srv.tracing {
-		traceStimulus(l.srv.log, st, start, time.Now())
-	}
-	l.dispatch(&out)
-	if to := replyTo(st); to != 0 && !answered(&out, to) && !l.state.Parked(to) {
-		l.deliver(to, nil)
-	}
-	// The streams copied the message pointers: the engine may reuse the
-	// outbox's maps and slices (about 3 allocations per task less).
-	l.state.Recycle(&out)
-	l.srv.memory.noteStimulus(st, l.state.NumTasks())
 }
 
-func (l *loop) dispatch(out *scheduler.Outbox) {
+// onTick publishes the engine's view for the HTTP routes, counts the tick
+// and how late it was handled, and applies the idle timeout.
+func (l *loop) onTick(t *scheduler.Tick) {
+	now := l.srv.clock.Now()
+	c := &l.srv.counters
+	c.ticks.Add(1)
+	if late := now.Sub(t.At).Nanoseconds(); late > c.tickMaxNanos.Load() {
+		c.tickMaxNanos.Store(late)
+	}
+	l.srv.snap.Store(l.state.Snapshot())
+	l.srv.checkIdleTimeout(now, l.state.IdleSince())
+}
+
+// dispatch sends an outbox and returns the stimuli that sending produced.
+func (l *loop) dispatch(out *scheduler.Outbox) (follow []scheduler.Stimulus) {
 	for addr, msgs := range out.Workers {
 		if b := l.srv.workerStream(addr); b != nil {
 			_ = b.Send(asAny(msgs)...)
@@ -94,9 +118,9 @@ func (l *loop) dispatch(out *scheduler.Outbox) {
 	}
 	for _, req := range out.Helper {
 		if err := l.srv.mat.Submit(req); err != nil {
-			// The helper is gone for good (shutdown): fail the graph now.
-			l.handle(&scheduler.GraphMaterialized{
-				Base:      scheduler.Base{ID: fmt.Sprintf("materialize-failed-%d", req.ID), At: time.Now()},
+			// The helpers are gone for good (shutdown): fail the graph now.
+			follow = append(follow, &scheduler.GraphMaterialized{
+				Base:      scheduler.Base{ID: fmt.Sprintf("materialize-failed-%d", req.ID), At: l.srv.clock.Now()},
 				RequestID: req.ID, Client: req.Client,
 				Err: &scheduler.ErrorInfo{Exception: fmt.Sprintf("graph materializer unavailable: %v", err)},
 			})
@@ -105,8 +129,8 @@ func (l *loop) dispatch(out *scheduler.Outbox) {
 	for _, req := range out.ShuffleRuns {
 		if err := l.srv.mat.SubmitShuffleRun(req); err != nil {
 			// the waiting workers get the error instead of a run
-			l.handle(&scheduler.ShuffleRunCreated{
-				Base:      scheduler.Base{ID: fmt.Sprintf("shuffle-run-failed-%d", req.RunID), At: time.Now()},
+			follow = append(follow, &scheduler.ShuffleRunCreated{
+				Base:      scheduler.Base{ID: fmt.Sprintf("shuffle-run-failed-%d", req.RunID), At: l.srv.clock.Now()},
 				ShuffleID: req.ShuffleID, RunID: req.RunID,
 				Err: scheduler.RuntimeErrorInfo(fmt.Sprintf("graph materializer unavailable: %v", err)),
 			})
@@ -121,6 +145,7 @@ func (l *loop) dispatch(out *scheduler.Outbox) {
 	for _, e := range out.Logs {
 		l.logEntry(e)
 	}
+	return follow
 }
 
 // logEntry writes what the engine asked to log (it never logs itself).

@@ -38,14 +38,15 @@ type memoryReturner struct {
 	// last return; lastBusy is when (UnixNano).
 	busy     atomic.Bool
 	lastBusy atomic.Int64
+	clock    Clock
 }
 
 // idleReturn is how long the scheduler must be idle before its free heap
 // memory is handed back.
 const idleReturn = 30 * time.Second
 
-func newMemoryReturner() *memoryReturner {
-	return &memoryReturner{kick: make(chan struct{}, 1)}
+func newMemoryReturner(clock Clock) *memoryReturner {
+	return &memoryReturner{kick: make(chan struct{}, 1), clock: clock}
 }
 
 // noteStimulus runs on the engine goroutine after each stimulus, with the
@@ -57,7 +58,7 @@ func (m *memoryReturner) noteStimulus(st scheduler.Stimulus, tasks int) {
 	case *scheduler.Tick, *scheduler.StealTick, *scheduler.AMMTick, *scheduler.WorkerHeartbeat, *scheduler.HeartbeatClient:
 	default:
 		m.busy.Store(true)
-		m.lastBusy.Store(time.Now().UnixNano())
+		m.lastBusy.Store(m.clock.Now().UnixNano())
 	}
 	if gm, ok := st.(*scheduler.GraphMaterialized); ok && len(gm.Tasks) >= bigGraphTasks {
 		m.signal()
@@ -78,7 +79,7 @@ func (m *memoryReturner) signal() {
 
 // run is owned by the server (goRun) and exits with it.
 func (m *memoryReturner) run(s *Server) {
-	idle := time.NewTicker(idleReturn / 3)
+	idle := m.clock.NewTicker(idleReturn / 3)
 	defer idle.Stop()
 	for {
 		why := "after a big graph"
@@ -86,16 +87,16 @@ func (m *memoryReturner) run(s *Server) {
 		case <-s.ctx.Done():
 			return
 		case <-m.kick:
-		case now := <-idle.C:
+		case now := <-idle.C():
 			if !m.idleDue(now) {
 				continue
 			}
 			why = "once idle"
 		}
 		m.busy.Store(false)
-		t0 := time.Now()
+		t0 := m.clock.Now()
 		debug.FreeOSMemory()
-		s.log.Debug().Dur("took", time.Since(t0)).Str("when", why).Msg("returned free heap memory to the OS")
+		s.log.Debug().Dur("took", m.clock.Now().Sub(t0)).Str("when", why).Msg("returned free heap memory to the OS")
 	}
 }
 

@@ -10,7 +10,7 @@ import (
 // Only a graph of bigGraphTasks or more kicks the returner, and kicks
 // while one is pending fold into it.
 func TestMemoryReturnerKicksOnBigGraphsOnly(t *testing.T) {
-	m := newMemoryReturner()
+	m := newMemoryReturner(wallClock{})
 	m.noteStimulus(&scheduler.GraphMaterialized{Tasks: make([]scheduler.GraphTask, bigGraphTasks-1)}, bigGraphTasks-1)
 	m.noteStimulus(&scheduler.AddClient{Client: "c"}, bigGraphTasks-1)
 	if len(m.kick) != 0 {
@@ -27,7 +27,7 @@ func TestMemoryReturnerKicksOnBigGraphsOnly(t *testing.T) {
 // Forgetting bigGraphTasks tasks from the high-water mark kicks it, once;
 // forgetting fewer does not.
 func TestMemoryReturnerKicksAfterBigReleases(t *testing.T) {
-	m := newMemoryReturner()
+	m := newMemoryReturner(wallClock{})
 	other := &scheduler.AddClient{Client: "c"}
 	m.noteStimulus(other, 3*bigGraphTasks)
 	m.noteStimulus(other, 2*bigGraphTasks+1)
@@ -48,7 +48,7 @@ func TestMemoryReturnerKicksAfterBigReleases(t *testing.T) {
 // An idle return is due idleReturn after the last stimulus that was not
 // the clock or a heartbeat, and only if one came since the last return.
 func TestMemoryReturnerIdleReturn(t *testing.T) {
-	m := newMemoryReturner()
+	m := newMemoryReturner(wallClock{})
 	m.noteStimulus(&scheduler.Tick{}, 0)
 	m.noteStimulus(&scheduler.WorkerHeartbeat{}, 0)
 	if m.idleDue(time.Now().Add(time.Hour)) {

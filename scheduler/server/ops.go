@@ -10,17 +10,17 @@ import (
 // stream_handlers (with those its default extensions register) and what
 // dask-go-scheduler does with it. tests/test_handler_table.py checks it
 // against the installed distributed (through --list-ops), TestOpsTable
-// checks it against handlers() and the stream decoders, and the README's op
-// table is generated from it (go test ./scheduler/server -run TestOpsMarkdown -update).
+// checks it against handlers() and the stream decoders, and the op table of
+// scheduler/server/README.md is generated from it (go test ./scheduler/server -run TestOpsMarkdown -update).
 var Ops = []OpInfo{
 	// ---- RPC handlers
-	rpc("adaptive_target", no("adaptive scaling (Adaptive, cluster managers' adapt)", "scale with a cluster manager's scale() or a fixed set of workers")),
+	rpc("adaptive_target", yes("adaptive scaling (Adaptive, cluster managers' adapt); withheld roots count as queued work")),
 	rpc("add_keys", yes("")),
 	rpc("amm_handler", no("Client.amm (active memory manager control)", "")),
 	rpc("benchmark_hardware", no("Client.benchmark_hardware", "")),
 	rpc("broadcast", yes("Client.run")),
 	rpc("call_stack", no("Client.call_stack", "")),
-	rpc("check_idle", no("idle-timeout checks from cluster managers", "")),
+	rpc("check_idle", yes("idle-timeout checks from cluster managers (the dask-kubernetes operator's idleTimeout)")),
 	rpc("connection_stream", no("connection_stream (dashboard streaming)", "")),
 	rpc("dump_cluster_state_to_url", no("Client.dump_cluster_state", "")),
 	rpc("dump_state", no("Scheduler.dump_state", "")),
@@ -37,7 +37,7 @@ var Ops = []OpInfo{
 	rpc("get_logs", yes("Client.get_scheduler_logs")),
 	rpc("get_metadata", yes("Client.get_metadata")),
 	rpc("get_runspec", no("recreate_error_locally", "")),
-	rpc("get_story", no("Client.story", "")),
+	rpc("get_story", yes("Client.story (with each placement's reason)")),
 	rpc("get_task_prefix_states", no("task prefix states (dashboard)", "")),
 	rpc("get_task_status", no("task status query (dashboard)", "")),
 	rpc("get_task_stream", yes("Client.get_task_stream")),
@@ -77,7 +77,7 @@ var Ops = []OpInfo{
 	rpc("replicate", yes("Client.replicate")),
 	rpc("restart", yes("Client.restart")),
 	rpc("restart_workers", no("Client.restart_workers", "use Client.restart")),
-	rpc("retire_workers", yes("Client.retire_workers (by address or name; without either it fails fast: no workers_to_close)")),
+	rpc("retire_workers", yes("Client.retire_workers, Adaptive's scale-down (by address, by name, or those workers_to_close picks)")),
 	rpc("retry", yes("")),
 	rpc("run_function", python("run_on_scheduler", "use Client.run (on workers) or run the function in the client")),
 	rpc("scatter", yes("")),
@@ -96,7 +96,7 @@ var Ops = []OpInfo{
 	rpc("shuffle_restrict_task", yes("P2P shuffle")),
 	rpc("start_task_metadata", no("get_task_metadata", "")),
 	rpc("stop_task_metadata", no("get_task_metadata", "")),
-	rpc("subscribe_worker_status", no("worker status subscriptions (cluster managers, dashboard)", "")),
+	rpc("subscribe_worker_status", yes("cluster managers' worker status stream (every subscriber gets it, not only the newest)")),
 	rpc("terminate", yes("")),
 	rpc("unregister", yes("")),
 	rpc("unregister_nanny_plugin", yes("Client.unregister_worker_plugin(nanny=True)")),
@@ -108,7 +108,7 @@ var Ops = []OpInfo{
 	rpc("versions", yes("")),
 	rpc("who_has", yes("")),
 	rpc("worker_logs", yes("Client.get_worker_logs")),
-	rpc("workers_to_close", no("adaptive scaling (workers_to_close)", "")),
+	rpc("workers_to_close", yes("adaptive scaling (workers_to_close; a key function, which is Python, fails with a message)")),
 
 	// ---- stream handlers (client and worker streams)
 	stream("add-keys", yes("")),
@@ -186,7 +186,7 @@ func (i OpInfo) unsupportedMessage() string {
 	return fmt.Sprintf("%s is not supported by dask-go-scheduler (op %q): %s", i.Feature, i.Op, i.Note)
 }
 
-// opsMarkdown renders Ops as the README's table.
+// opsMarkdown renders Ops as the table of scheduler/server/README.md.
 func opsMarkdown() string {
 	rows := append([]OpInfo(nil), Ops...)
 	sort.SliceStable(rows, func(i, j int) bool {

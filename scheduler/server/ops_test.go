@@ -10,7 +10,7 @@ import (
 	"daskgo/protocol"
 )
 
-var update = flag.Bool("update", false, "rewrite the README's op table from Ops")
+var update = flag.Bool("update", false, "rewrite the op table of scheduler/server/README.md from Ops")
 
 // TestOpsTable: every RPC handler is in Ops with the status it really has,
 // every stream op in Ops is decoded (implemented, no-op) or refused
@@ -70,15 +70,17 @@ func checkStreamOp(t *testing.T, op OpInfo) {
 	}
 }
 
-// The README's op table sits between these markers.
+// The op table of scheduler/server/README.md (this package's directory,
+// where go test runs) sits between these markers.
 const (
-	readmePath = "../../README.md"
+	readmePath = "README.md"
 	opsBegin   = "<!-- ops table: begin -->\n"
 	opsEnd     = "<!-- ops table: end -->\n"
 )
 
-// TestOpsMarkdown: the README's op table is Ops rendered (-update rewrites
-// it), so a new op in Ops, or a changed status, shows up in the README.
+// TestOpsMarkdown: the op table of scheduler/server/README.md is Ops
+// rendered (-update rewrites it), so a new op in Ops, or a changed status,
+// shows up there.
 func TestOpsMarkdown(t *testing.T) {
 	readme, err := os.ReadFile(readmePath)
 	if err != nil {
@@ -87,7 +89,7 @@ func TestOpsMarkdown(t *testing.T) {
 	text := string(readme)
 	i, j := strings.Index(text, opsBegin), strings.Index(text, opsEnd)
 	if i < 0 || j < i {
-		t.Fatalf("README.md has no %q ... %q section", strings.TrimSpace(opsBegin), strings.TrimSpace(opsEnd))
+		t.Fatalf("scheduler/server/README.md has no %q ... %q section", strings.TrimSpace(opsBegin), strings.TrimSpace(opsEnd))
 	}
 	got, want := text[i+len(opsBegin):j], opsMarkdown()
 	if *update && got != want {
@@ -98,6 +100,6 @@ func TestOpsMarkdown(t *testing.T) {
 		return
 	}
 	if got != want {
-		t.Fatal("README.md's op table is stale: go test ./scheduler/server -run TestOpsMarkdown -update")
+		t.Fatal("the op table of scheduler/server/README.md is stale: go test ./scheduler/server -run TestOpsMarkdown -update")
 	}
 }

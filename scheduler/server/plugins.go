@@ -50,7 +50,7 @@ func (s *Server) registerPlugin(p pluginOps) comm.Handler {
 		if known && idempotent {
 			return &protocol.Map{}, nil
 		}
-		st := &scheduler.RegisterPlugin{Base: base("register-plugin"), Kind: p.kind, Name: name, Pickle: plugin}
+		st := &scheduler.RegisterPlugin{Base: s.base("register-plugin"), Kind: p.kind, Name: name, Pickle: plugin}
 		if err := s.loop.submitWait(ctx, st); err != nil {
 			return nil, err
 		}
@@ -68,7 +68,7 @@ func (s *Server) unregisterPlugin(p pluginOps) comm.Handler {
 		if !known {
 			return nil, fmt.Errorf("ValueError: The %s %s does not exist", p.what, name)
 		}
-		if err := s.loop.submitWait(ctx, &scheduler.UnregisterPlugin{Base: base("unregister-plugin"), Kind: p.kind, Name: name}); err != nil {
+		if err := s.loop.submitWait(ctx, &scheduler.UnregisterPlugin{Base: s.base("unregister-plugin"), Kind: p.kind, Name: name}); err != nil {
 			return nil, err
 		}
 		return s.broadcastMsg(ctx, protocol.NewMap("op", p.remove, "name", name), nil, p.nanny, "raise")

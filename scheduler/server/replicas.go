@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -179,7 +178,7 @@ func (s *Server) gatherOnWorker(ctx context.Context, worker string, who map[prot
 		}
 	}
 	if len(ok) > 0 {
-		_ = s.loop.submitWait(ctx, &scheduler.AddKeys{Base: base("gather-on-worker"), Worker: worker, Keys: ok})
+		_ = s.loop.submitWait(ctx, &scheduler.AddKeys{Base: s.base("gather-on-worker"), Worker: worker, Keys: ok})
 	}
 	return bad
 }
@@ -194,21 +193,19 @@ func (s *Server) deleteOnWorkers(ctx context.Context, del map[string][]protocol.
 			defer wg.Done()
 			cctx, cancel := context.WithTimeout(ctx, workerRPCTimeout)
 			defer cancel()
-			sid := fmt.Sprintf("delete-data-%f", unixNow())
+			sid := fmt.Sprintf("delete-data-%f", s.unixNow())
 			_, err := s.pool.Call(cctx, w, protocol.NewMap("op", "free_keys", "keys", keys, "stimulus_id", sid, "reply", true))
 			if err != nil {
 				s.log.Warn().Err(err).Str("worker", w).Msg("communication with worker failed during replication")
 				return
 			}
 			for _, k := range keys {
-				s.loop.submit(&scheduler.ReleaseWorkerData{Base: base("delete-data"), Worker: w, Key: k})
+				s.loop.submit(&scheduler.ReleaseWorkerData{Base: s.base("delete-data"), Worker: w, Key: k})
 			}
 		}()
 	}
 	wg.Wait()
 }
-
-var errNoWorkersToRetire = errors.New("retire_workers needs workers or names: choosing workers to close (workers_to_close, adaptive scaling) is not supported by dask-go-scheduler")
 
 // sortedKeys lists a plan's recipients in order, for deterministic logs.
 func sortedKeys(p scheduler.WhoHasPlan) []string {

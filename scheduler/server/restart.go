@@ -30,7 +30,7 @@ func (s *Server) restart(ctx context.Context, req *comm.Request) (any, error) {
 	}
 	stimulusID, _ := req.Args.Get("stimulus_id").(string)
 	if stimulusID == "" {
-		stimulusID = fmt.Sprintf("restart-%d", time.Now().UnixNano())
+		stimulusID = fmt.Sprintf("restart-%d", s.clock.Now().UnixNano())
 	}
 
 	old := map[string]string{} // worker -> nanny ("" without one)
@@ -41,16 +41,16 @@ func (s *Server) restart(ctx context.Context, req *comm.Request) (any, error) {
 	}); err != nil {
 		return nil, err
 	}
-	if err := s.loop.submitWait(ctx, &scheduler.Restart{Base: scheduler.Base{ID: stimulusID, At: time.Now()}}); err != nil {
+	if err := s.loop.submitWait(ctx, &scheduler.Restart{Base: scheduler.Base{ID: stimulusID, At: s.clock.Now()}}); err != nil {
 		return nil, err
 	}
 	req.Log.Info().Int("workers", len(old)).Msg("restarting workers and releasing all keys")
 
-	deadline := time.Now().Add(timeout)
+	deadline := s.clock.Now().Add(timeout)
 	nannies := map[string]string{}
 	for w, nanny := range old {
 		if nanny == "" {
-			s.loop.submit(&scheduler.RemoveWorker{Base: base("restart-no-nanny"), Worker: w, Close: true, Reason: stimulusID})
+			s.loop.submit(&scheduler.RemoveWorker{Base: s.base("restart-no-nanny"), Worker: w, Close: true, Reason: stimulusID})
 			continue
 		}
 		nannies[w] = nanny
@@ -91,7 +91,7 @@ func (s *Server) killViaNannies(ctx context.Context, nannies map[string]string, 
 	}
 	wg.Wait()
 	for _, w := range failed {
-		s.loop.submit(&scheduler.RemoveWorker{Base: base("restart-kill-failed"), Worker: w, Close: true, Reason: reason})
+		s.loop.submit(&scheduler.RemoveWorker{Base: s.base("restart-kill-failed"), Worker: w, Close: true, Reason: reason})
 	}
 	return failed
 }
@@ -106,7 +106,7 @@ func (s *Server) restartSilentWorkers(reqs []scheduler.NannyRestart) {
 		nannies[r.Worker], reason = r.Nanny, r.Reason
 	}
 	s.goRun(func() {
-		s.killViaNannies(s.ctx, nannies, reason, time.Now().Add(30*time.Second))
+		s.killViaNannies(s.ctx, nannies, reason, s.clock.Now().Add(30*time.Second))
 	})
 }
 
@@ -127,14 +127,14 @@ func (s *Server) waitForNewWorkers(ctx context.Context, old map[string]string, d
 		if fresh >= len(old) {
 			return nil
 		}
-		if time.Now().After(deadline) {
+		if s.clock.Now().After(deadline) {
 			return fmt.Errorf("TimeoutError: waited for %d worker(s) to reconnect after restarting but, "+
 				"after %v, only %d have returned. Consider a longer timeout, or wait_for_workers=False. "+
 				"Workers without a nanny were just shut down instead of restarted",
 				len(old), timeout, fresh)
 		}
 		select {
-		case <-time.After(100 * time.Millisecond):
+		case <-s.clock.After(100 * time.Millisecond):
 		case <-ctx.Done():
 			return ctx.Err()
 		}

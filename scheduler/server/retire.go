@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -18,10 +19,11 @@ import (
 // close the workers. It returns {address: worker identity} for the
 // workers retired; when the data cannot go anywhere the workers get
 // their previous status back and are not listed, as distributed does.
+// Without workers or names it retires those workers_to_close picks, with
+// the call's other arguments (n, target, memory_ratio, minimum).
 //
-// Differences: the workers of one call are retired together (one joint
-// plan instead of one policy per worker), and calling it without workers
-// or names (workers_to_close) is refused.
+// Difference: the workers of one call are retired together (one joint
+// plan instead of one policy per worker).
 func (s *Server) retireWorkers(ctx context.Context, req *comm.Request) (any, error) {
 	f := &fields{op: req.Op, m: req.Args}
 	closeWorkers := f.bool("close_workers")
@@ -30,21 +32,35 @@ func (s *Server) retireWorkers(ctx context.Context, req *comm.Request) (any, err
 	if f.err != nil {
 		return nil, f.err
 	}
-	if sid == "" {
-		sid = fmt.Sprintf("retire-workers-%f", unixNow())
-	}
 	names, workers := req.Args.Get("names"), req.Args.Get("workers")
 	if names != nil && workers != nil {
-		return nil, fmt.Errorf("TypeError: names and workers are mutually exclusive")
+		return nil, errors.New("TypeError: names and workers are mutually exclusive")
 	}
 	if names == nil && workers == nil {
-		return nil, errNoWorkersToRetire
+		q, err := closeQuery(req)
+		if err != nil {
+			return nil, err
+		}
+		var addrs []string
+		if err := s.loop.query(ctx, func(st *scheduler.State) { addrs = st.WorkersToClose(q) }); err != nil {
+			return nil, err
+		}
+		workers = stringsAny(addrs)
+	}
+	return s.retire(ctx, names, workers, closeWorkers, remove, sid)
+}
+
+// retire retires the workers named (names) or addressed (workers);
+// unknown ones are ignored, as there.
+func (s *Server) retire(ctx context.Context, names, workers any, closeWorkers, remove bool, sid string) (*protocol.Map, error) {
+	if sid == "" {
+		sid = fmt.Sprintf("retire-workers-%f", s.unixNow())
 	}
 	addrs, prev, info, err := s.startRetiring(ctx, names, workers, sid)
 	if err != nil || len(addrs) == 0 {
 		return &protocol.Map{}, err
 	}
-	req.Log.Info().Strs("workers", addrs).Str("stimulus_id", sid).Msg("retire workers")
+	s.log.Info().Strs("workers", addrs).Str("stimulus_id", sid).Msg("retire workers")
 	ok, err := s.replicateOffRetiring(ctx, addrs, sid)
 	if err != nil || !ok {
 		for _, a := range addrs { // abort: back to the previous status
@@ -53,13 +69,13 @@ func (s *Server) retireWorkers(ctx context.Context, req *comm.Request) (any, err
 		if err != nil {
 			return nil, err
 		}
-		req.Log.Warn().Strs("workers", addrs).Msg("could not retire workers: unique data could not be moved to any other worker")
+		s.log.Warn().Strs("workers", addrs).Msg("could not retire workers: unique data could not be moved to any other worker")
 		return &protocol.Map{}, nil
 	}
 	out := &protocol.Map{}
 	for _, a := range addrs {
 		if remove {
-			st := &scheduler.RemoveWorker{Base: base(sid), Worker: a, Expected: true, Close: closeWorkers, Reason: "retire-workers"}
+			st := &scheduler.RemoveWorker{Base: s.base(sid), Worker: a, Expected: true, Close: closeWorkers, Reason: "retire-workers"}
 			if err := s.loop.submitWait(ctx, st); err != nil {
 				return nil, err
 			}
@@ -69,9 +85,17 @@ func (s *Server) retireWorkers(ctx context.Context, req *comm.Request) (any, err
 			}
 		}
 		out.Set(a, info[a])
-		req.Log.Info().Str("worker", a).Msg("retired worker")
+		s.log.Info().Str("worker", a).Msg("retired worker")
 	}
 	return out, nil
+}
+
+func stringsAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, x := range ss {
+		out[i] = x
+	}
+	return out
 }
 
 // startRetiring resolves names or addresses to known workers and sets them
@@ -130,7 +154,7 @@ func anyList(v any) []any {
 // retire_workers does (handle_worker_status_change, then
 // worker-status-change on the worker's stream).
 func (s *Server) setWorkerStatus(addr, status, sid string) {
-	s.loop.submit(&scheduler.WorkerStatusChange{Base: base(sid), Worker: addr, Status: status})
+	s.loop.submit(&scheduler.WorkerStatusChange{Base: s.base(sid), Worker: addr, Status: status})
 	if b := s.workerStream(addr); b != nil {
 		_ = b.Send(protocol.NewMap("op", "worker-status-change", "status", status, "stimulus_id", sid))
 	}
@@ -159,18 +183,18 @@ func (s *Server) replicateOffRetiring(ctx context.Context, addrs []string, sid s
 		if plan.NoRecipients {
 			return false, nil
 		}
-		if time.Since(lastSent) >= amInterval {
+		if s.clock.Now().Sub(lastSent) >= amInterval {
 			for _, to := range sortedKeys(plan.Acquire) {
 				if b := s.workerStream(to); b != nil {
 					_ = b.Send(msgs[to])
 				}
 			}
-			lastSent = time.Now()
+			lastSent = s.clock.Now()
 		}
 		// distributed's _track_retire_worker: 10 ms to 500 ms by key count
 		poll := min(500*time.Millisecond, max(10*time.Millisecond, time.Duration(plan.Unique)*time.Second/400))
 		select {
-		case <-time.After(poll):
+		case <-s.clock.After(poll):
 		case <-ctx.Done():
 			return false, ctx.Err()
 		case <-s.ctx.Done():

@@ -2,10 +2,12 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -14,6 +16,7 @@ import (
 	"daskgo/compat"
 	"daskgo/protocol"
 	"daskgo/scheduler"
+	"daskgo/scheduler/server/web"
 )
 
 // Config is everything the outer ring needs; cmd/dask-go-scheduler fills it
@@ -32,12 +35,45 @@ type Config struct {
 	Compression string // distributed.comm.compression ("" or "lz4")
 	TickEvery   time.Duration
 	Logger      zerolog.Logger
+	// IdleTimeout closes the scheduler once idle that long (--idle-timeout,
+	// distributed.scheduler.idle-timeout; 0: never).
+	IdleTimeout time.Duration
 	// ConnectionLimit bounds the pool of connections to workers and
 	// nannies (comm.PoolConfig.Limit; 0: half the fd limit).
 	ConnectionLimit int
-	// Dashboard is the port announced under services["dashboard"]; stock
-	// clients read it for Client.dashboard_link. Nothing listens there yet.
-	Dashboard int
+	// Clock is the time source (default: the wall clock; clock.go).
+	Clock Clock
+	// TLS is the scheduler role's TLS configuration for tls:// listening
+	// and dialing (nil: none); RequireEncryption refuses tcp:// both ways
+	// (distributed.comm.require-encryption).
+	TLS               *comm.TLSConfig
+	RequireEncryption bool
+	// ConnectTimeout bounds a connection's dial and handshakes, TLS's
+	// included (distributed.comm.timeouts.connect); TCPTimeout is
+	// distributed.comm.timeouts.tcp. Zero: distributed's 30 s.
+	ConnectTimeout, TCPTimeout time.Duration
+	// Dashboard is the HTTP server on the dashboard address (package
+	// web); an empty Dashboard.Addr turns it off. The port it binds is the
+	// one identity announces under services["dashboard"], which stock
+	// clients read for Client.dashboard_link.
+	Dashboard DashboardConfig
+}
+
+// DashboardConfig configures the HTTP server.
+type DashboardConfig struct {
+	Addr   string // host:port; port 0 picks one; "" for none
+	Prefix string // --dashboard-prefix
+	// NoPages leaves the dashboard's pages out (--no-dashboard); the
+	// routes still answer, as distributed's do without Bokeh's apps.
+	NoPages bool
+	// TLS serves HTTPS (distributed.scheduler.dashboard.tls.*; nil: HTTP).
+	TLS *tls.Config
+	// Routes is distributed.scheduler.http.routes (nil: the defaults).
+	Routes  []string
+	Version string
+	// TaskStreamLength is how many task runs the task stream keeps
+	// (distributed.scheduler.dashboard.status.task-stream-length).
+	TaskStreamLength int
 }
 
 // Server is the scheduler process: the RPC server, the streams of clients
@@ -52,7 +88,7 @@ type Server struct {
 	mat  *compat.HelperPool
 	loop *loop
 
-	mu      sync.Mutex
+	mu      sync.Mutex // guards workers and clients: the open streams by address / client id
 	workers map[string]*comm.BatchedSend
 	clients map[string]*comm.BatchedSend
 
@@ -62,14 +98,21 @@ type Server struct {
 	serveErr chan error
 	started  time.Time
 	rng      *rand.Rand
-	rngMu    sync.Mutex
-	scatters uint64 // round-robin counter of scatter_to_workers
+	rngMu    sync.Mutex // guards rng (scatter's and gather's random worker choices)
+	scatters uint64     // round-robin counter of scatter_to_workers
 	logRing  *logRing
 	memory   *memoryReturner
 	// replicaMu makes replicate and rebalance mutually exclusive
 	// (Scheduler._replica_lock).
 	replicaMu sync.Mutex
 	tracing   bool // --log-level trace: the round-trip profile's events (trace.go)
+	clock     Clock
+	web       *web.Server // nil without a dashboard
+
+	statusSubs statusSubscribers // subscribe_worker_status streams (membership.go)
+	counters   counters
+	snap       atomic.Pointer[scheduler.Snapshot] // the last published (web.Backend)
+	idleOnce   sync.Once                          // the idle timeout's shutdown
 }
 
 // Start listens, starts the materializer and the engine loop, and serves.
@@ -77,7 +120,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.TickEvery == 0 {
 		cfg.TickEvery = 500 * time.Millisecond
 	}
-	ring := newLogRing(logLength)
+	if cfg.Clock == nil {
+		cfg.Clock = wallClock{}
+	}
+	ring := newLogRing(logLength, cfg.Clock)
 	s := &Server{
 		cfg:      cfg,
 		log:      cfg.Logger.Hook(ring),
@@ -85,21 +131,25 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		workers:  map[string]*comm.BatchedSend{},
 		clients:  map[string]*comm.BatchedSend{},
 		serveErr: make(chan error, 1),
-		started:  time.Now(),
-		rng:      rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1)),
-		memory:   newMemoryReturner(),
+		started:  cfg.Clock.Now(),
+		rng:      rand.New(rand.NewPCG(uint64(cfg.Clock.Now().UnixNano()), 1)),
+		memory:   newMemoryReturner(cfg.Clock),
+		clock:    cfg.Clock,
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	trace := messageTrace(s.log)
 	s.tracing = trace != nil
-	opts := &comm.Options{Compression: cfg.Compression, Trace: trace}
+	opts := &comm.Options{Compression: cfg.Compression, Trace: trace, TLS: cfg.TLS, RequireEncryption: cfg.RequireEncryption,
+		HandshakeTimeout: cfg.ConnectTimeout, TCPTimeout: cfg.TCPTimeout}
 	lis, err := comm.Listen(ctx, cfg.Listen, opts)
 	if err != nil {
 		s.cancel()
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
 	s.lis = lis
-	s.pool = comm.NewPool(comm.PoolConfig{Options: &comm.Options{Compression: cfg.Compression, PickleProtocol: 4, Trace: trace},
+	dialOpts := *opts
+	dialOpts.PickleProtocol = 4 // as Scheduler's handshake_overrides announce to workers
+	s.pool = comm.NewPool(comm.PoolConfig{Options: &dialOpts,
 		Limit: cfg.ConnectionLimit})
 
 	results := make(chan scheduler.Stimulus, 64)
@@ -116,7 +166,24 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	ecfg.SchedulerAddress = comm.ContactAddress(lis.Addr())
 	ecfg.SchedulerID = "Scheduler-" + newUUID()
 	ecfg.StartedAt = s.started
-	ecfg.Services = protocol.NewMap("dashboard", int64(cfg.Dashboard))
+	if cfg.Dashboard.Addr != "" {
+		s.web, err = web.Start(web.Config{Addr: cfg.Dashboard.Addr, Prefix: cfg.Dashboard.Prefix, Routes: cfg.Dashboard.Routes, NoPages: cfg.Dashboard.NoPages, TLS: cfg.Dashboard.TLS,
+			Backend: webBackend{s}, Log: s.log, Version: cfg.Dashboard.Version})
+		if err != nil {
+			lis.Close()
+			s.pool.Close()
+			s.mat.Close()
+			s.cancel()
+			return nil, err
+		}
+		ecfg.Services = protocol.NewMap("dashboard", int64(s.web.Port()))
+		ecfg.DashboardStreamLength = cfg.Dashboard.TaskStreamLength
+		if ecfg.DashboardStreamLength <= 0 {
+			ecfg.DashboardStreamLength = 1000 // distributed.yaml's
+		}
+	} else {
+		ecfg.Services = protocol.NewMap()
+	}
 	engine := scheduler.New(ecfg)
 	s.loop = newLoop(s, engine)
 
@@ -147,6 +214,14 @@ func (s *Server) goRun(fn func()) {
 // Addr is the address clients and workers connect to.
 func (s *Server) Addr() string { return comm.ContactAddress(s.lis.Addr()) }
 
+// DashboardPort is the port the HTTP server bound (0 without one).
+func (s *Server) DashboardPort() int {
+	if s.web == nil {
+		return 0
+	}
+	return s.web.Port()
+}
+
 // ID is the scheduler's id as identity reports it.
 func (s *Server) ID() string { return s.loop.state.Config().SchedulerID }
 
@@ -172,6 +247,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		delete(s.clients, id)
 	}
 	s.mu.Unlock()
+	if s.web != nil {
+		_ = s.web.Shutdown(ctx)
+	}
 	s.cancel()
 	err := s.rpc.Shutdown(ctx)
 	if errors.Is(err, comm.ErrServerClosed) {
@@ -193,13 +271,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // server stops: the clock for time-based rules (Tick: worker-ttl, leases)
 // and work stealing's StealTick, as distributed's PeriodicCallbacks.
 func (s *Server) periodic(every time.Duration, stim func(now time.Time) scheduler.Stimulus) {
-	t := time.NewTicker(every)
+	t := s.clock.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
 		case <-s.ctx.Done():
 			return
-		case now := <-t.C:
+		case now := <-t.C():
 			s.loop.submit(stim(now))
 		}
 	}
@@ -253,9 +331,12 @@ func newUUID() string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
-// Identity is Scheduler.identity() now; the scheduler file holds it.
-func (s *Server) Identity(ctx context.Context) (*protocol.Map, error) {
+// IdentityJSON is Scheduler.identity() as encoding/json writes it, as
+// distributed writes the scheduler file and json/identity.json.
+func (s *Server) IdentityJSON(ctx context.Context) (any, error) {
 	var out *protocol.Map
-	err := s.loop.query(ctx, func(st *scheduler.State) { out = st.Identity(-1) })
-	return out, err
+	if err := s.loop.query(ctx, func(st *scheduler.State) { out = st.Identity(-1) }); err != nil {
+		return nil, err
+	}
+	return jsonValue(out), nil
 }

@@ -28,7 +28,7 @@ const (
 
 func (s *Server) shuffleGetOrCreate(ctx context.Context, req *comm.Request) (any, error) {
 	f := &fields{op: req.Op, m: req.Args}
-	st := &scheduler.ShuffleGetOrCreate{Base: base("p2p-get-or-create"),
+	st := &scheduler.ShuffleGetOrCreate{Base: s.base("p2p-get-or-create"),
 		ShuffleID: f.str("shuffle_id"), Key: f.key("key"), Worker: f.str("worker")}
 	if f.err != nil {
 		return nil, f.err
@@ -38,7 +38,7 @@ func (s *Server) shuffleGetOrCreate(ctx context.Context, req *comm.Request) (any
 
 func (s *Server) shuffleGet(ctx context.Context, req *comm.Request) (any, error) {
 	f := &fields{op: req.Op, m: req.Args}
-	st := &scheduler.ShuffleGet{Base: base("p2p-get"),
+	st := &scheduler.ShuffleGet{Base: s.base("p2p-get"),
 		ShuffleID: f.str("id"), Worker: f.str("worker")}
 	if f.err != nil {
 		return nil, f.err
@@ -48,7 +48,7 @@ func (s *Server) shuffleGet(ctx context.Context, req *comm.Request) (any, error)
 
 func (s *Server) shuffleRestrictTask(ctx context.Context, req *comm.Request) (any, error) {
 	f := &fields{op: req.Op, m: req.Args}
-	st := &scheduler.ShuffleRestrictTask{Base: base("p2p-restrict-task"),
+	st := &scheduler.ShuffleRestrictTask{Base: s.base("p2p-restrict-task"),
 		ShuffleID: f.str("id"), RunID: f.int("run_id"), Key: f.key("key"), Worker: f.str("worker")}
 	if f.err != nil {
 		return nil, f.err
@@ -62,7 +62,7 @@ func (s *Server) shuffleRestrictTask(ctx context.Context, req *comm.Request) (an
 // back as uncaught errors, which the worker raises in the barrier task.
 func (s *Server) shuffleBarrier(ctx context.Context, req *comm.Request) (any, error) {
 	f := &fields{op: req.Op, m: req.Args}
-	st := &scheduler.ShuffleBarrier{Base: base("p2p-barrier"),
+	st := &scheduler.ShuffleBarrier{Base: s.base("p2p-barrier"),
 		ShuffleID: f.str("id"), RunID: f.int("run_id"), Consistent: f.bool("consistent")}
 	if f.err != nil {
 		return nil, f.err
@@ -115,7 +115,7 @@ func (s *Server) inputsDone(ctx context.Context, id string, runID int64, workers
 			}
 		}
 		select {
-		case <-time.After(barrierRetryPause):
+		case <-s.clock.After(barrierRetryPause):
 		case <-ctx.Done():
 			return ctx.Err()
 		}

@@ -60,7 +60,7 @@ func barrierServer(t *testing.T, known ...string) *Server {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	st := scheduler.New(scheduler.Config{})
 	for _, a := range known {
-		st.Handle(&scheduler.AddWorker{Base: base("add"), Address: a, Name: a, NThreads: 1, Status: "running"})
+		st.Handle(&scheduler.AddWorker{Base: scheduler.Base{ID: "add", At: time.Unix(1_700_000_000, 0)}, Address: a, Name: a, NThreads: 1, Status: "running"})
 	}
 	s.loop = newLoop(s, st)
 	s.goRun(s.loop.run)

@@ -37,22 +37,24 @@ func (s *Server) registerClient(ctx context.Context, req *comm.Request) (any, er
 	}
 	s.clients[id] = b
 	s.mu.Unlock()
-	if err := s.loop.submitWait(ctx, &scheduler.AddClient{Base: base("add-client"), Client: id}); err != nil {
+	if err := s.loop.submitWait(ctx, &scheduler.AddClient{Base: s.base("add-client"), Client: id}); err != nil {
 		b.Abort()
 		return nil, err
 	}
 	log.Info().Msg("client connected")
+	s.counters.clientsAdded.Add(1)
 
 	closed := s.readStream(conn, func(m *protocol.Map, now time.Time) (scheduler.Stimulus, bool, error) {
 		return clientStimulus(id, m, now)
 	}, log)
 
 	if s.detach(s.clients, id, b) {
-		s.loop.submit(&scheduler.RemoveClient{Base: base("client-stream-closed"), Client: id})
+		s.loop.submit(&scheduler.RemoveClient{Base: s.base("client-stream-closed"), Client: id})
 	}
 	flushCtx, cancel := context.WithTimeout(context.Background(), time.Second)
 	_ = b.Close(flushCtx)
 	cancel()
+	s.counters.clientsRemoved.Add(1)
 	log.Info().Bool("clean", closed).Msg("client disconnected")
 	return nil, nil
 }
@@ -81,7 +83,7 @@ func (s *Server) readStream(conn *comm.Conn, convert streamOp, log zerolog.Logge
 		default:
 			batch = []any{x}
 		}
-		now := time.Now()
+		now := s.clock.Now()
 		stims := make([]scheduler.Stimulus, 0, len(batch))
 		for _, item := range batch {
 			if item == "OK" {
@@ -116,9 +118,9 @@ func (s *Server) submitStimuli(stims []scheduler.Stimulus) {
 // registerWorker is Scheduler.add_worker followed by handle_worker.
 func (s *Server) registerWorker(ctx context.Context, req *comm.Request) (any, error) {
 	conn := req.TakeOver()
-	aw, err := addWorkerStimulus(req.Args, time.Now())
+	aw, err := addWorkerStimulus(req.Args, s.clock.Now())
 	if err != nil {
-		_ = conn.Write(protocol.NewMap("status", "error", "message", err.Error(), "time", unixNow()))
+		_ = conn.Write(protocol.NewMap("status", "error", "message", err.Error(), "time", s.unixNow()))
 		return nil, err
 	}
 	log := req.Log.With().Str("worker", aw.Address).Logger()
@@ -134,9 +136,9 @@ func (s *Server) registerWorker(ctx context.Context, req *comm.Request) (any, er
 	}
 	if refused != nil {
 		log.Warn().Err(refused).Msg("register-worker refused")
-		return nil, conn.Write(protocol.NewMap("status", "error", "message", refused.Error(), "time", unixNow()))
+		return nil, conn.Write(protocol.NewMap("status", "error", "message", refused.Error(), "time", s.unixNow()))
 	}
-	reply := protocol.NewMap("status", "OK", "time", unixNow(),
+	reply := protocol.NewMap("status", "OK", "time", s.unixNow(),
 		"heartbeat-interval", scheduler.HeartbeatInterval(nWorkers+1),
 		"worker-plugins", s.workerPlugins(plugins), "warning", "", "error", "")
 	if err := conn.Write(reply); err != nil {
@@ -161,7 +163,7 @@ func (s *Server) registerWorker(ctx context.Context, req *comm.Request) (any, er
 	s.detach(s.workers, aw.Address, b)
 	b.Abort()
 	s.pool.Remove(aw.Address)
-	s.loop.submit(&scheduler.RemoveWorker{Base: base("handle-worker-cleanup"), Worker: aw.Address,
+	s.loop.submit(&scheduler.RemoveWorker{Base: s.base("handle-worker-cleanup"), Worker: aw.Address,
 		Reason: "worker-stream-closed"})
 	log.Info().Bool("close-stream", graceful).Msg("worker stream closed")
 	return nil, nil
@@ -206,6 +208,7 @@ func (s *Server) registerNanny(ctx context.Context, req *comm.Request) (any, err
 	if err := conn.Write(protocol.NewMap("status", "OK", "nanny-plugins", plugins)); err != nil {
 		return nil, fmt.Errorf("register_nanny reply: %w", err)
 	}
+	// a socket deadline is wall time, whatever the clock
 	if err := conn.SetReadDeadline(time.Now().Add(5 * time.Minute)); err != nil {
 		return nil, err
 	}
@@ -236,11 +239,11 @@ func addWorkerStimulus(m *protocol.Map, now time.Time) (*scheduler.AddWorker, er
 	}
 	switch name := m.Get("name").(type) {
 	case string:
-		aw.Name = name
+		aw.Name, aw.NameValue = name, name
 	case nil:
-		aw.Name = aw.Address
+		aw.Name, aw.NameValue = aw.Address, aw.Address
 	default:
-		aw.Name = protocol.String(name)
+		aw.Name, aw.NameValue = protocol.String(name), name
 	}
 	aw.Resources = map[string]float64{}
 	for _, e := range f.mapOf("resources").Items() {
@@ -261,9 +264,9 @@ func addWorkerStimulus(m *protocol.Map, now time.Time) (*scheduler.AddWorker, er
 	return aw, nil
 }
 
-func base(prefix string) scheduler.Base {
-	now := time.Now()
+func (s *Server) base(prefix string) scheduler.Base {
+	now := s.clock.Now()
 	return scheduler.Base{ID: fmt.Sprintf("%s-%d", prefix, now.UnixNano()), At: now}
 }
 
-func unixNow() float64 { return float64(time.Now().UnixNano()) / 1e9 }
+func (s *Server) unixNow() float64 { return float64(s.clock.Now().UnixNano()) / 1e9 }

@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"daskgo/comm"
-	"daskgo/compat/pickle"
 	"daskgo/protocol"
+	"daskgo/protocol/pickle"
 	"daskgo/scheduler"
+	"daskgo/scheduler/coord"
 )
 
 // Blocked RPCs (a Lock acquire, an Event wait, a Queue get...) are parked
-// in the engine (scheduler/waits.go) and answered by a later stimulus. The
+// in the engine (scheduler/coord/waits.go) and answered by a later stimulus. The
 // handler goroutine that serves the caller's connection waits for that
 // answer here: the caller's timeout, the caller hanging up and shutdown end
 // the wait. The engine decides the answer in every case (CancelWait), so a
@@ -39,11 +40,9 @@ func (l *loop) callWait(ctx context.Context, conn *comm.Conn, timeout time.Durat
 	l.submit(mk(id))
 	var deadline <-chan time.Time
 	if timeout >= 0 { // 0 is blocking=False: the engine answers at once, or the timer cancels the wait
-		t := time.NewTimer(timeout)
-		defer t.Stop()
-		deadline = t.C
+		deadline = l.srv.clock.After(timeout)
 	}
-	poll := time.NewTicker(peerPollInterval)
+	poll := l.srv.clock.NewTicker(peerPollInterval)
 	defer poll.Stop()
 	for {
 		select {
@@ -52,10 +51,10 @@ func (l *loop) callWait(ctx context.Context, conn *comm.Conn, timeout time.Durat
 		case <-deadline:
 			// the engine answers with its timeout value (or already has)
 			deadline = nil
-			l.submit(&scheduler.CancelWait{Base: base("rpc-timeout"), ReplyTo: id, Why: scheduler.WaitTimeout})
-		case <-poll.C:
+			l.submit(&scheduler.CoordOp{Base: l.srv.base("rpc-timeout"), Op: &coord.CancelWait{ReplyTo: id, Why: coord.WaitTimeout}})
+		case <-poll.C():
 			if conn != nil && conn.PeerGone() {
-				l.submit(&scheduler.CancelWait{Base: base("rpc-caller-gone"), ReplyTo: id, Why: scheduler.WaitGone})
+				l.submit(&scheduler.CoordOp{Base: l.srv.base("rpc-caller-gone"), Op: &coord.CancelWait{ReplyTo: id, Why: coord.WaitGone}})
 				return nil, errPeerGone
 			}
 		case <-ctx.Done():
@@ -80,7 +79,7 @@ func (l *loop) callRPC(ctx context.Context, mk func(replyTo int64) scheduler.Sti
 // becomes distributed's error_message with the pickled exception, which
 // the caller raises as that exception class.
 func rpcResult(v any) any {
-	e, ok := v.(*scheduler.RemoteException)
+	e, ok := v.(*coord.RemoteException)
 	if !ok {
 		return v
 	}
@@ -100,7 +99,7 @@ func rpcResult(v any) any {
 func (l *loop) waitForKey(ctx context.Context, key protocol.Key, timeout time.Duration) error {
 	var stop time.Time
 	if timeout >= 0 {
-		stop = time.Now().Add(timeout)
+		stop = l.srv.clock.Now().Add(timeout)
 	}
 	for {
 		known := false
@@ -110,12 +109,12 @@ func (l *loop) waitForKey(ctx context.Context, key protocol.Key, timeout time.Du
 		if known {
 			return nil
 		}
-		if !stop.IsZero() && time.Now().After(stop) {
-			return &scheduler.RemoteException{Module: "builtins", Class: "TimeoutError",
+		if !stop.IsZero() && l.srv.clock.Now().After(stop) {
+			return &coord.RemoteException{Module: "builtins", Class: "TimeoutError",
 				Text: fmt.Sprintf("Task %s unknown to scheduler.", key)}
 		}
 		select {
-		case <-time.After(keyPollInterval):
+		case <-l.srv.clock.After(keyPollInterval):
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-l.srv.ctx.Done():

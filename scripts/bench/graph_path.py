@@ -20,6 +20,14 @@ seconds between those lines for the scheduler process and for its children
 (the helper: live and reaped), and peak RSS sampled every 100 ms of the
 scheduler process, of its children, and of both summed at each instant.
 Runs are interleaved py, go, py, go, ... with a fresh cluster each.
+
+Scheduler kinds: py, go, go:PATH (another build of ours), and any of them
+with "+tls" (py+tls, go+tls): every process of the run on tls:// with
+certificates made for it (procs.tls_env), for TLS's cost against tcp://.
+Ours runs with --no-dashboard (its HTTP routes answer, as Python's do)
+unless the kind has "+dash" (the dashboard's pages served) or "+page" (and
+/status open in headless Chromium for the whole run): go+dash against
+go+page is what watching the dashboard costs the scheduler.
 """
 
 from __future__ import annotations
@@ -32,7 +40,7 @@ import time
 import traceback
 from pathlib import Path
 
-from procs import BENCH, Sampler, Scheduler, Workers, python_env, run_interleaved, stop
+from procs import BENCH, BrowserPage, Sampler, Scheduler, Workers, python_env, run_interleaved, stop, tls_env
 from report import runs_table, write_named
 
 NAME = "graph-path"
@@ -61,16 +69,25 @@ def tasks_of(case: str, size: int) -> int:
 
 def one_run(case: str, kind: str, size: int, tmp: Path, timeout: float, profile: Path | None = None) -> dict:
     rec = {"case": case, "scheduler": kind, "size": size, "tasks": tasks_of(case, size), "ok": False}
-    sched = Scheduler(kind, {}, tmp, profile=profile).launch()
-    workers = Workers(tmp, sched.scheduler_file, WORKERS, MEMORY, nthreads=THREADS).start()
+    env = tls_env(tmp / "tls") if "+tls" in kind else {}
+    page = None
+    sched = Scheduler(kind, env, tmp, profile=profile).launch()
+    workers = Workers(tmp, sched.scheduler_file, WORKERS, MEMORY, nthreads=THREADS, env=env).start()
     client = None
     try:
         sched.wait_ready(60)
+        rec["address"] = sched.address  # tls:// for a "+tls" kind
+        if ("+tls" in kind) != sched.address.startswith("tls://"):
+            raise RuntimeError(f"{kind} scheduler listens on {sched.address}")
+        if "+page" in kind:
+            port = json.loads(sched.scheduler_file.read_text())["services"]["dashboard"]
+            page = BrowserPage(f"http://127.0.0.1:{port}/status", tmp)
+            time.sleep(5)  # loaded and subscribed to the event stream before the window opens
         client = subprocess.Popen(
             [sys.executable, str(BENCH / "graph_path_client.py"), case, "--scheduler-file",
              str(sched.scheduler_file), "--size", str(size)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=open(tmp / "client.log", "wb"),
-            env=python_env(), text=True)
+            env=python_env(env), text=True)
         line = client.stdout.readline().strip()
         if line != "START":
             raise RuntimeError(f"client said {line!r} instead of START; see {tmp / 'client.log'}")
@@ -110,6 +127,8 @@ def one_run(case: str, kind: str, size: int, tmp: Path, timeout: float, profile:
     finally:
         if client is not None:
             stop(client, grace=10)
+        if page is not None:
+            page.stop()
         workers.stop()
         sched.stop()
     return rec
@@ -121,7 +140,7 @@ def run_all(tmp: Path, cases: list[str], repetitions: int, smoke: bool, python_1
     """Interleaved: for each repetition, each case, py then go."""
     def kinds(case: str, rep: int) -> tuple[str, ...]:
         # tree-1m on Python: many minutes and GiB; once, in the first repetition, if asked
-        return tuple(k for k in schedulers if k == "go" or case != "tree-1m" or (python_1m and rep == 0))
+        return tuple(k for k in schedulers if k.startswith("go") or case != "tree-1m" or (python_1m and rep == 0))
 
     def describe(rec: dict) -> str:
         return (f"{rec['wall_s']:7.2f} s  cpu {rec['cpu_s']:6.2f} s (sched {rec['scheduler_cpu_s']:.2f} + "
@@ -168,7 +187,7 @@ def markdown(results: list[dict], machine: dict) -> str:
         "",
         "CPU and RSS are the scheduler side's: for Go, the Go process **plus** its materializer helper "
         "(CPU summed over the window, RSS summed at each 100 ms sample); each part is shown too. "
-        "Ratios are Go+helper / Python.",
+        "Ratios are against the first scheduler listed (Python when it ran): Go+helper / Python, or one Go build / another (kind go:PATH).",
         "",
         "| case | tasks | scheduler | runs ok | wall s | CPU s (Go + helper) | CPU µs/task | peak RSS MiB (Go + helper) "
         "| wall × | CPU × | RSS × |",
@@ -178,13 +197,16 @@ def markdown(results: list[dict], machine: dict) -> str:
     def fmt(v, unit=1.0, d=1):
         return "–" if v is None else f"{v / unit:.{d}f}"
 
+    kinds = list(dict.fromkeys(r["scheduler"] for r in results))
     for case in cases:
-        py = med.get((case, "py"))
-        for kind in ("py", "go"):
+        for kind in kinds:
+            # ratios: against py (py+tls for a TLS run), or the first kind run
+            base_kind = ("py+tls" if kind.endswith("+tls") else "py") if "py" in kinds else kinds[0]
+            py = med.get((case, base_kind))
             m = med.get((case, kind))
             if m is None:
                 continue
-            if kind == "go":
+            if kind.startswith("go"):
                 cpu = f"{fmt(m['cpu_s'])} ({fmt(m['scheduler_cpu_s'])} + {fmt(m['helper_cpu_s'])})"
                 rss = (f"{fmt(m['peak_rss_bytes'], mib, 0)} ({fmt(m['scheduler_peak_rss_bytes'], mib, 0)} + "
                        f"{fmt(m['helper_peak_rss_bytes'], mib, 0)})")
@@ -192,13 +214,35 @@ def markdown(results: list[dict], machine: dict) -> str:
                 cpu, rss = fmt(m["cpu_s"]), fmt(m["peak_rss_bytes"], mib, 0)
 
             def ratio(f):
-                if kind != "go" or py is None or not py.get(f) or m.get(f) is None:
+                if kind == base_kind or py is None or not py.get(f) or m.get(f) is None:
                     return "–"
                 return f"{m[f] / py[f]:.2f}"
 
             lines.append(f"| {case} | {m['tasks']:,} | {kind} | {m['ok']}/{m['runs']} | {fmt(m['wall_s'])} | {cpu} "
                          f"| {fmt(m['cpu_us_per_task'])} | {rss} | {ratio('wall_s')} | {ratio('cpu_s')} "
                          f"| {ratio('peak_rss_bytes')} |")
+    tls_kinds = [k for k in kinds if k.endswith("+tls") and k[:-4] in kinds]
+    if tls_kinds:
+        lines += ["", "What TLS costs each scheduler: CPU per task over tls:// against tcp:// (scheduler side, "
+                  "helper included), medians of the same interleaved run.", "",
+                  "| case | scheduler | tcp CPU µs/task | tls CPU µs/task | tls / tcp |", "|---|---|---:|---:|---:|"]
+        for case in cases:
+            for k in tls_kinds:
+                plain, enc = med.get((case, k[:-4])), med.get((case, k))
+                if plain and enc and plain.get("cpu_us_per_task") and enc.get("cpu_us_per_task"):
+                    lines.append(f"| {case} | {k[:-4]} | {plain['cpu_us_per_task']:.1f} | {enc['cpu_us_per_task']:.1f} "
+                                 f"| {enc['cpu_us_per_task'] / plain['cpu_us_per_task']:.2f} |")
+    page_kinds = [k for k in kinds if k.endswith("+page") and k[:-5] + "+dash" in kinds]
+    if page_kinds:
+        lines += ["", "What watching the dashboard costs: CPU per task with /status open in headless Chromium "
+                  "against the same dashboard with no page open (scheduler side, helper included).", "",
+                  "| case | closed CPU µs/task | open CPU µs/task | open / closed |", "|---|---:|---:|---:|"]
+        for case in cases:
+            for k in page_kinds:
+                closed, opened = med.get((case, k[:-5] + "+dash")), med.get((case, k))
+                if closed and opened and closed.get("cpu_us_per_task") and opened.get("cpu_us_per_task"):
+                    lines.append(f"| {case} | {closed['cpu_us_per_task']:.1f} | {opened['cpu_us_per_task']:.1f} "
+                                 f"| {opened['cpu_us_per_task'] / closed['cpu_us_per_task']:.2f} |")
     lines += runs_table(results, [
         ("wall s", lambda r: fmt(r.get("wall_s"), 1, 2)),
         ("client submit s", lambda r: fmt(r.get("client_submit_s"), 1, 2)),

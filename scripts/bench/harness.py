@@ -260,7 +260,7 @@ def parse_args(argv=None):
                          "heap.pprof.1 is taken at the end of the measured window)")
     ap.add_argument("--graph-path-schedulers", default="py,go",
                     help="with --workloads graph-path: which schedulers (default py,go; go alone is for profiling, "
-                         "its results have no ratios)")
+                         "its results have no ratios; go:PATH is the Go binary at PATH, to compare two builds)")
     ap.add_argument("--graph-path-1m-python", action="store_true",
                     help="also run tree-1m once on the Python scheduler (many minutes)")
     args = ap.parse_args(argv)

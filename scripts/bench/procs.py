@@ -11,6 +11,8 @@ their nanny left them behind. Nothing else on the machine is touched.
 
 from __future__ import annotations
 
+import contextlib
+
 import json
 import os
 import re
@@ -167,7 +169,8 @@ def tail(path: Path, n: int = 3000) -> str:
 
 
 class Scheduler:
-    """`dask scheduler` (kind "py") or bin/dask-go-scheduler (kind "go") on
+    """`dask scheduler` (kind "py") or bin/dask-go-scheduler (kind "go"; kind
+    "go:PATH" runs the Go binary at PATH, e.g. an older build to compare) on
     127.0.0.1 with a free port, configured through DASK_* variables."""
 
     def __init__(self, kind: str, env: dict[str, str], tmp: Path, log_level: str = "info",
@@ -184,12 +187,21 @@ class Scheduler:
         self.address = ""
 
     def command(self) -> list[str]:
-        common = ["--host", "127.0.0.1", "--port", "0", "--scheduler-file", str(self.scheduler_file)]
-        if self.kind == "go":
+        # the dashboard on a free port (pages off) for both, so that runs
+        # never meet on :8787
+        common = ["--host", "127.0.0.1", "--port", "0", "--scheduler-file", str(self.scheduler_file),
+                  "--dashboard-address", "127.0.0.1:0"]
+        if self.kind.startswith("go"):
+            base = self.kind.split("+")[0]  # "go+tls": TLS comes from the environment (tls_env)
+            binary = base[3:] if base.startswith("go:") else str(GO_SCHEDULER)
             prof = []
             if self.profile:
                 prof = ["--cpu-profile", str(self.profile / "cpu.pprof"), "--heap-profile", str(self.profile / "heap.pprof")]
-            return [str(GO_SCHEDULER), *common, "--python", sys.executable, "--log-level", self.log_level, *prof]
+            # the dashboard's pages only for "+dash"/"+page" kinds (an older
+            # build, go:PATH, may not know --no-dashboard)
+            with_pages = base.startswith("go:") or "+dash" in self.kind or "+page" in self.kind
+            pages = [] if with_pages else ["--no-dashboard"]
+            return [binary, *common, *pages, "--python", sys.executable, "--log-level", self.log_level, *prof]
         return [str(VENV_BIN / "dask"), "scheduler", *common, "--no-dashboard"]
 
     def start(self, timeout: float = 60) -> "Scheduler":
@@ -222,7 +234,7 @@ class Scheduler:
 
     def snapshot_heap(self) -> None:
         """Ask a profiled Go scheduler for a heap profile now."""
-        if self.kind == "go" and self.profile and self.proc is not None and self.proc.poll() is None:
+        if self.kind.startswith("go") and self.profile and self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGUSR1)
 
     def stop(self) -> None:
@@ -235,8 +247,9 @@ class Workers:
     (nanny=False, used by the smoke mode, halves the processes to start)."""
 
     def __init__(self, tmp: Path, scheduler_file: Path, n: int, memory_limit: int, nthreads: int = 1,
-                 nanny: bool = True, first: int = 0):
+                 nanny: bool = True, first: int = 0, env: dict | None = None):
         self.tmp, self.scheduler_file = Path(tmp), scheduler_file
+        self.env = env
         self.n, self.memory_limit, self.nthreads, self.nanny = n, memory_limit, nthreads, nanny
         self.first = first  # names and logs are w{first}..w{first+n-1} (workers that join later)
         self.procs: list[subprocess.Popen] = []
@@ -251,7 +264,7 @@ class Workers:
                      "--no-dashboard", "--memory-limit", str(self.memory_limit),
                      "--local-directory", str(self.tmp / f"dask-w{i}"),
                      *([] if self.nanny else ["--no-nanny"])],
-                    stdout=log, stderr=subprocess.STDOUT, env=python_env()))
+                    stdout=log, stderr=subprocess.STDOUT, env=python_env(self.env)))
         return self
 
     def check_alive(self) -> None:
@@ -387,3 +400,67 @@ class Sampler:
             except psutil.NoSuchProcess:
                 pass
         return own, helpers
+
+
+def tls_env(tmp: Path) -> dict[str, str]:
+    """dask config, as DASK_* variables, that puts every process of a run on
+    TLS: a CA and one certificate made here for the scheduler, worker and
+    client roles, and require-encryption (so schedulers and workers listen
+    on tls:// and refuse tcp://). Scheduler kinds ending in "+tls" use it."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    tmp.mkdir(parents=True, exist_ok=True)
+    now = datetime.datetime.now(datetime.timezone.utc)
+    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "bench CA")])
+    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
+          .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(hours=1))
+          .not_valid_after(now + datetime.timedelta(days=2))
+          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True).sign(ca_key, hashes.SHA256()))
+    leaf = (x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "dask")]))
+            .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(hours=1)).not_valid_after(now + datetime.timedelta(days=2))
+            .sign(ca_key, hashes.SHA256()))
+    ca_path, cert_path, key_path = tmp / "tls-ca.pem", tmp / "tls-cert.pem", tmp / "tls-key.pem"
+    ca_path.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    cert_path.write_bytes(leaf.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    env = {"DASK_DISTRIBUTED__COMM__REQUIRE_ENCRYPTION": "True",
+           "DASK_DISTRIBUTED__COMM__TLS__CA_FILE": str(ca_path)}
+    for role in ("SCHEDULER", "WORKER", "CLIENT"):
+        env[f"DASK_DISTRIBUTED__COMM__TLS__{role}__CERT"] = str(cert_path)
+        env[f"DASK_DISTRIBUTED__COMM__TLS__{role}__KEY"] = str(key_path)
+    return env
+
+
+class BrowserPage:
+    """Headless Chromium with one page open (kind "+page": the dashboard's
+    /status watched during a run), in a session of its own so that its
+    helper processes stop with it."""
+
+    def __init__(self, url: str, tmp: Path):
+        import shutil
+
+        exe = shutil.which("chromium") or shutil.which("chromium-browser")
+        if exe is None:
+            raise RuntimeError("chromium is not installed (scripts/setup.sh installs it with apt-get)")
+        self.proc = subprocess.Popen(
+            [exe, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--mute-audio",
+             f"--user-data-dir={tmp / 'chromium-profile'}", "--window-size=1400,1000", url],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+                self.proc.wait(10)
+            except (subprocess.TimeoutExpired, ProcessLookupError):
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(5)

@@ -7,7 +7,8 @@ keys in memory and executing, grouped by key_split, while the workload runs.
 
     .venv/bin/python scripts/bench/trace_memory.py anom-mean --configs go-queuing,go-queuing-coassign --scale 0.5
 
-Writes RESULTS/trace-WORKLOAD.json and RESULTS/trace-WORKLOAD.png (stacked
+Writes RESULTS/trace-WORKLOAD.json and RESULTS/trace-WORKLOAD.png (RESULTS:
+--results, default scripts/bench/results/diagnostics; stacked
 bytes in memory per prefix over time, one panel per configuration).
 """
 
@@ -181,7 +182,7 @@ def main(argv=None) -> int:
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--memory-limit", default="1GiB")
     ap.add_argument("--scale", type=float, default=0.5)
-    ap.add_argument("--results", type=Path, default=BENCH / "results")
+    ap.add_argument("--results", type=Path, default=BENCH / "results" / "diagnostics")
     ap.add_argument("--smoke", action="store_true", help="the workload's tiny smoke size (checks the script)")
     args = ap.parse_args(argv)
     configs = [c for c in args.configs.split(",") if c]

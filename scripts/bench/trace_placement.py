@@ -15,7 +15,8 @@ is what the waiting costs in memory over the run), and the share of
 consumers that ran on another worker than the producer. Per consumer
 prefix: how long after its last input was ready it started, and on how
 many distinct workers its inputs were computed. Writes
-RESULTS/placement-WORKLOAD.json and prints the tables.
+RESULTS/placement-WORKLOAD.json (--results, default
+scripts/bench/results/diagnostics) and prints the tables.
 """
 
 from __future__ import annotations
@@ -149,7 +150,7 @@ def main() -> int:
     ap.add_argument("--configs", default="py-queuing,go-queuing")
     ap.add_argument("--scale", type=float, default=0.5)
     ap.add_argument("--repetitions", type=int, default=1)
-    ap.add_argument("--results", type=Path, default=HERE / "results")
+    ap.add_argument("--results", type=Path, default=HERE / "results" / "diagnostics")
     args = ap.parse_args()
     ctx = Context(memory=4 * 2**30, nthreads=4, smoke=False, scale=args.scale)
     runs = []

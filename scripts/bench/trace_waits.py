@@ -123,7 +123,7 @@ def main() -> int:
     ap.add_argument("--consumer", required=True, help="task prefix of the consumers to follow")
     ap.add_argument("--pair", help="input prefix: count consumers whose two such inputs ran on one worker")
     ap.add_argument("--repetitions", type=int, default=1)
-    ap.add_argument("--results", type=Path, default=HERE / "results")
+    ap.add_argument("--results", type=Path, default=HERE / "results" / "diagnostics")
     args = ap.parse_args()
     runs = []
     with tempfile.TemporaryDirectory(prefix="trace-waits-") as tmp:

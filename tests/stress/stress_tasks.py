@@ -37,17 +37,26 @@ def slow_graph(n: int, prefix: str, delay: float) -> tuple[dict, str, int]:
     return dsk, f"{prefix}-total", sum(range(1, n + 1))
 
 
-def restore_slowly(seconds: float, value: int) -> int:
+def restore_slowly(seconds: float, value: int, marker: str | None = None) -> int:
+    """Unpickles to value after `seconds`; first, if marker is given,
+    appends the line "PID TIME" of the process unpickling it to that file
+    (the client unpickles the graph too, before the helper does)."""
+    if marker:
+        import os
+
+        with open(marker, "a") as f:
+            f.write(f"{os.getpid()} {time.time()!r}\n")
     time.sleep(seconds)
     return value
 
 
 class SlowToUnpickle:
     """Unpickling it takes `seconds`: the materializer helper spends that
-    long inside one graph, a window to kill it in."""
+    long inside one graph, a window to kill it in. With a marker file, each
+    unpickling process records its PID and when it entered that window."""
 
-    def __init__(self, seconds: float, value: int):
-        self.seconds, self.value = seconds, value
+    def __init__(self, seconds: float, value: int, marker: str | None = None):
+        self.seconds, self.value, self.marker = seconds, value, marker
 
     def __reduce__(self):
-        return restore_slowly, (self.seconds, self.value)
+        return restore_slowly, (self.seconds, self.value, self.marker)

@@ -1,5 +1,5 @@
-"""Renders the stress rows (JSON lines, one per case) as the README's
-Markdown table.  python table.py stress.jsonl"""
+"""Renders the stress rows (JSON lines, one per case) as the Markdown table
+of scripts/bench/README.md (Stress).  python table.py stress.jsonl"""
 
 from __future__ import annotations
 

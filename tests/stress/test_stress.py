@@ -238,47 +238,100 @@ def test_client_killed_while_holding_futures(cluster):
     case.check()
 
 
-def test_helper_killed_mid_materialize(cluster):
+UNPICKLE_S = 3.0  # how long the slow-to-unpickle graph keeps the helper inside it
+
+
+def helper_entered(address: str, marker: Path) -> tuple[int, float] | None:
+    """(PID, time) of the line a materializer helper of the scheduler at
+    address wrote to marker on entering the slow unpickle, if one has."""
+    helpers = {int(p) for p in process_stats(address)["helper_pids"]}
+    lines = marker.read_text().splitlines() if marker.exists() else []
+    for pid, t in (line.split() for line in lines):
+        if int(pid) in helpers and int(pid) != os.getpid():
+            return int(pid), float(t)
+    return None
+
+
+def test_helper_killed_mid_materialize(cluster, tmp_path):
     """The materializer helper SIGKILLed while it is inside a graph (a graph
-    argument that takes seconds to unpickle there, or a big graph): the
-    client gets a clear error or the graph completes, exactly; the next
-    graph works on a new helper."""
+    argument that takes 3 s to unpickle there, or a 40,000-task graph):
+    the client gets a clear error or the graph completes, exactly; the next
+    graph works on a new helper. Each kill is checked to have landed inside
+    the graph: just before it, the scheduler still had the graph in the
+    materializer (identity's footprint: pending_graphs), the future was
+    pending and the helper alive; for the slow graph, the helper itself had
+    written that it entered the 3 s unpickle, less than 3 s before the
+    kill; for the big graph, its failure with the helper's error confirms
+    the dead helper owed it. Every slow-graph kill must land mid-graph, and
+    at least one big-graph kill."""
     sched, _ = cluster(2)
     runs = scaled(2, 6)
     case = Case("materializer helper SIGKILLed mid-graph", sched.address, sched.proc.pid)
     rng = random.Random(17)
+    mid_graph: dict[str, list[bool]] = {"slow-unpickle": [], "big-graph": []}
     with case, Client(sched.address, timeout=60) as c:
         for r in range(runs):
-            old = int(process_stats(sched.address)["helper_pid"])
-            if r % 2 == 0:
-                dsk = {f"slow-unpickle-{r}": (int, stress_tasks.SlowToUnpickle(3.0, r))}
-                root, expect, delay = f"slow-unpickle-{r}", r, rng.uniform(0.3, 1.5)
+            kind = "slow-unpickle" if r % 2 == 0 else "big-graph"
+            if kind == "slow-unpickle":
+                marker = tmp_path / f"unpickling-{r}"
+                dsk = {f"slow-unpickle-{r}": (int, stress_tasks.SlowToUnpickle(UNPICKLE_S, r, str(marker)))}
+                root, expect = f"slow-unpickle-{r}", r
+                fut = c.get(dsk, root, sync=False)
+                victim, entered = wait_for(lambda: helper_entered(sched.address, marker), 60,
+                                           "a helper to enter the slow unpickle")
+                time.sleep(rng.uniform(0.0, 1.5))
             else:
                 dsk, root, expect = tree(20_000, f"bigtree{r}")
-                delay = rng.uniform(0.05, 0.6)
-            fut = c.get(dsk, root, sync=False)
-            time.sleep(delay)
-            os.kill(old, signal.SIGKILL)
+                fut = c.get(dsk, root, sync=False)
+                # the graph reaches the materializer about a second after
+                # the call (the client builds and sends it); it stays there
+                # about 1.5 s
+                wait_for(lambda: process_stats(sched.address)["footprint"]["pending_graphs"] > 0, 60,
+                         "the big graph to reach the materializer")
+                time.sleep(rng.uniform(0.0, 0.3))
+                victim = int(process_stats(sched.address)["helper_pid"])
+            stats = process_stats(sched.address)
+            pending_at_kill, status_at_kill = int(stats["footprint"]["pending_graphs"]), fut.status
+            alive_at_kill = victim in stats["helper_pids"] and psutil.pid_exists(victim)
+            assert victim != os.getpid()
+            os.kill(victim, signal.SIGKILL)
+            killed_at = time.time()
+            inside = pending_at_kill > 0 and status_at_kill == "pending" and alive_at_kill
+            seen = (f"run {r} ({kind}): at the kill pending_graphs={pending_at_kill}, future {status_at_kill}, "
+                    f"helper {victim} {'alive' if alive_at_kill else 'gone'}")
+            if kind == "slow-unpickle":
+                into = killed_at - entered
+                inside = inside and into < UNPICKLE_S
+                seen += f", {into:.2f} s into the {UNPICKLE_S} s unpickle"
             case.result.runs += 1
+            helper_error = False
             try:
                 got = fut.result(timeout=300)
                 if got != expect:
                     case.result.lost_or_wrong += 1
-                case.result.notes.append(f"run {r}: completed")
+                seen += "; completed"
             except Exception as e:
                 text = f"{type(e).__name__}: {e}"
-                if "materializ" not in text.lower() and "helper" not in text.lower():
+                helper_error = "materializ" in text.lower() or "helper" in text.lower()
+                if not helper_error:
                     case.result.fail(f"run {r}: unclear error: {text[:300]}")
-                else:
-                    case.result.notes.append(f"run {r}: {text[:160]}")
+                seen += f"; {text[:160]}"
+            if kind == "big-graph":
+                inside = inside and helper_error
+            mid_graph[kind].append(inside)
+            case.result.notes.append(f"{seen}; mid-graph: {inside}")
             del fut
-            new = wait_for(lambda: (p := int(process_stats(sched.address)["helper_pid"])) not in (0, old) and p,
+            new = wait_for(lambda: (p := int(process_stats(sched.address)["helper_pid"])) not in (0, victim) and p,
                            60, "a new helper")
             dsk, root, expect = tree(200, f"after{r}")
             if c.get(dsk, root) != expect:
                 case.result.lost_or_wrong += 1
             if not psutil.pid_exists(new):
                 case.result.fail(f"run {r}: the new helper {new} is gone")
+    if not mid_graph["slow-unpickle"] or not all(mid_graph["slow-unpickle"]):
+        case.result.fail(f"a slow-graph kill did not land mid-graph: {mid_graph}")
+    if not any(mid_graph["big-graph"]):
+        case.result.fail(f"no big-graph kill landed mid-graph: {mid_graph}")
     case.settle()
     case.check()
 

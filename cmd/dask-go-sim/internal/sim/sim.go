@@ -263,15 +263,14 @@ func (s *Sim) start() {
 	s.handle(&scheduler.AddClient{Base: s.base(0), Client: s.client})
 	sinks := s.g.Sinks()
 	s.wanted = make(map[int32]bool, len(sinks))
-	keys := make(protocol.Set, len(sinks))
+	keys := make([]protocol.Key, len(sinks))
 	for i, t := range sinks {
 		s.wanted[t] = false
-		keys[i] = s.g.Tasks[t].Key.Value()
+		keys[i] = s.g.Tasks[t].Key
 	}
 	s.remaining = len(sinks)
-	msg := protocol.NewMap("op", "update-graph", "keys", keys, "fifo_timeout", "100 ms",
-		"submitting_task", nil, "actors", false)
-	out := s.handle(&scheduler.UpdateGraph{Base: s.base(0), Client: s.client, Msg: msg})
+	out := s.handle(&scheduler.UpdateGraph{Base: s.base(0), Client: s.client, Keys: keys,
+		FifoTimeout: 100 * time.Millisecond})
 	if len(out.Helper) != 1 {
 		s.failed = fmt.Errorf("sim: update-graph gave %d helper requests, want 1", len(out.Helper))
 		return
