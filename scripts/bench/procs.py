@@ -150,8 +150,9 @@ def run_interleaved(tmp: Path, name: str, cases: list[str], repetitions: int, ki
     for rep in range(repetitions):
         for case in cases:
             for kind in kinds(case, rep):
-                d = Path(tempfile.mkdtemp(prefix=f"{name}-{case}-{kind}-{rep}-", dir=tmp))
-                prof = profile / f"{case}-{kind}-{rep}" if profile else None
+                label = re.sub(r"[^A-Za-z0-9+._-]", "_", kind)  # go:PATH names a binary
+                d = Path(tempfile.mkdtemp(prefix=f"{name}-{case}-{label}-{rep}-", dir=tmp))
+                prof = profile / f"{case}-{label}-{rep}" if profile else None
                 rec = run(case, kind, d, prof)
                 rec["repetition"] = rep
                 results.append(rec)
