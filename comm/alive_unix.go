@@ -20,6 +20,9 @@ func peerClosed(nc net.Conn) bool {
 	if isTLS {
 		nc = tlsc.NetConn()
 	}
+	if r, ok := nc.(*rawTCPConn); ok {
+		nc = r.TCPConn
+	}
 	tc, ok := nc.(*net.TCPConn)
 	if !ok {
 		return false

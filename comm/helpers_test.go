@@ -158,6 +158,14 @@ func pipePair(t *testing.T, a, b *Options) (*Conn, *Conn) {
 	t.Helper()
 	x, y := net.Pipe()
 	ca, cb := NewConn(x, a), NewConn(y, b)
+	t.Cleanup(func() { ca.Close(); cb.Close() })
+	handshakeBoth(t, ca, cb)
+	return ca, cb
+}
+
+// handshakeBoth runs the two ends' handshakes at once, as peers do.
+func handshakeBoth(t *testing.T, ca, cb *Conn) {
+	t.Helper()
 	var wg sync.WaitGroup
 	var errA, errB error
 	wg.Add(2)
@@ -167,8 +175,6 @@ func pipePair(t *testing.T, a, b *Options) (*Conn, *Conn) {
 	if errA != nil || errB != nil {
 		t.Fatalf("handshake: %v / %v", errA, errB)
 	}
-	t.Cleanup(func() { ca.Close(); cb.Close() })
-	return ca, cb
 }
 
 func isUncaughtError(v any) (string, bool) {

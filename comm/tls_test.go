@@ -14,6 +14,7 @@ import (
 	"net"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -349,3 +350,48 @@ type replayConn struct {
 func (c *replayConn) Read(b []byte) (int, error)  { return c.r.Read(b) }
 func (c *replayConn) Write(b []byte) (int, error) { return len(b), nil }
 func (c *replayConn) Close() error                { return nil }
+
+// countingConn counts the Writes that reach the socket beneath TLS: one
+// per record.
+type countingConn struct {
+	net.Conn
+	writes atomic.Int64
+}
+
+func (c *countingConn) Write(b []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(b)
+}
+
+// A small message of several frames goes out as one TLS record (one
+// system call); written frame by frame it took one per buffer, which made
+// client.map over tls:// cost 1.6x its tcp:// CPU per task.
+func TestTLSSmallMessageIsOneRecord(t *testing.T) {
+	ca := newTestCA(t, "cluster CA")
+	cfg := ca.config(t, nil)
+	x, y := net.Pipe()
+	counted := &countingConn{Conn: x}
+	opts := &Options{TLS: cfg}
+	a := newConn(tls.Client(counted, cfg.Client), "tls", opts)
+	b := newConn(tls.Server(y, cfg.Server), "tls", opts)
+	// the pipe first: a TLS close then fails at once instead of waiting
+	// 5 s for a close_notify nobody reads
+	t.Cleanup(func() { x.Close(); y.Close(); a.Close(); b.Close() })
+	handshakeBoth(t, a, b)
+	msg := protocol.NewMap("op", "task-finished", "key", "inc-1", "nbytes", 28,
+		"blob", bytes.Repeat([]byte{7}, 1000)) // under a record's size while TLS sizes records dynamically
+	for i := range 3 {
+		before := counted.writes.Load()
+		got := make(chan error, 1)
+		go func() { _, err := b.Read(); got <- err }()
+		if err := a.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-got; err != nil {
+			t.Fatal(err)
+		}
+		if n := counted.writes.Load() - before; n != 1 {
+			t.Fatalf("message %d took %d TLS records, want 1", i, n)
+		}
+	}
+}

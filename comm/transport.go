@@ -185,7 +185,7 @@ func (l *listener) Accept() (*Conn, error) {
 		setTCPTimeout(tc, l.opts.tcpTimeout())
 	}
 	if l.scheme == "tls" {
-		nc = tls.Server(nc, l.opts.TLS.Server)
+		nc = tls.Server(rawNetConn(nc), l.opts.TLS.Server)
 	}
 	return newConn(nc, l.scheme, l.opts), nil
 }
@@ -221,7 +221,39 @@ func (tlsTransport) Dial(ctx context.Context, hostport string, opts *Options) (n
 	if err != nil {
 		return nil, err
 	}
-	return tls.Client(nc, opts.TLS.Client), nil
+	return tls.Client(rawNetConn(nc), opts.TLS.Client), nil
+}
+
+// rawTCPConn is a TCP connection read and written with raw system calls
+// (rawio_linux.go), for what a tls.Conn reads and writes beneath its
+// records: TLS then skips the runtime's entersyscall/exitsyscall on every
+// record as plain TCP does. Deadlines and Close are the TCPConn's.
+// tls.Conn serializes its writes, which writeBuffers' scratch needs.
+type rawTCPConn struct {
+	*net.TCPConn
+	raw *rawIO
+}
+
+// rawNetConn wraps nc where raw I/O is available (Linux TCP), else returns it.
+func rawNetConn(nc net.Conn) net.Conn {
+	tc, ok := nc.(*net.TCPConn)
+	if !ok {
+		return nc
+	}
+	raw := newRawIO(tc)
+	if raw == nil {
+		return nc
+	}
+	return &rawTCPConn{TCPConn: tc, raw: raw}
+}
+
+func (c *rawTCPConn) Read(p []byte) (int, error) { return c.raw.Read(p) }
+
+func (c *rawTCPConn) Write(p []byte) (int, error) {
+	if err := c.raw.writeBuffers(net.Buffers{p}); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // setTCPTimeout mirrors distributed/comm/tcp.py: set_tcp_timeout: keepalive
