@@ -26,7 +26,9 @@ func Decode(frames [][]byte) (any, error) {
 	if len(frames) == 0 {
 		return nil, fmt.Errorf("%w: message has no frames", ErrDecode)
 	}
-	d := decoder{buf: frames[0], frames: frames}
+	// Frame 0 is the msgpack itself, never a blob's: no value aliases it
+	// (ReadFramesReusing relies on that).
+	d := decoder{buf: frames[0], frames: frames, nextFree: 1}
 	v, err := d.value(0)
 	if err != nil {
 		return nil, fmt.Errorf("%w: frame 0: %v", ErrDecode, err)
@@ -373,6 +375,9 @@ func markerOffset(v any) (int64, bool) {
 func (d *decoder) blob(offset int64, pickled bool) (*Blob, error) {
 	if offset >= int64(len(d.frames)) {
 		return nil, fmt.Errorf("blob offset %d beyond the message's %d frames", offset, len(d.frames))
+	}
+	if offset < 1 {
+		return nil, fmt.Errorf("blob offset %d: frame 0 is the message's msgpack, not a blob", offset)
 	}
 	if offset < d.nextFree {
 		return nil, fmt.Errorf("blob offset %d reuses frames already claimed by an earlier blob (next free frame %d)", offset, d.nextFree)

@@ -111,7 +111,7 @@ func (s *Server) readStream(conn *comm.Conn, convert streamOp, log zerolog.Logge
 
 func (s *Server) submitStimuli(stims []scheduler.Stimulus) {
 	if len(stims) > 0 {
-		s.loop.submitBatch(stims)
+		s.loop.handleBatch(stims)
 	}
 }
 
