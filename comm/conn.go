@@ -133,6 +133,28 @@ func (c *Conn) read() (any, error) {
 	return v, nil
 }
 
+// ReadTransient reads one message's frames without decoding them, a
+// one-frame message into the Conn's reused scratch: the frames are valid
+// until the next read on this Conn (a stream reader that decodes each
+// batch before the next, issue 31). Tracing sees no message here: a
+// traced Conn's reader uses Read (Tracing).
+func (c *Conn) ReadTransient() ([][]byte, error) {
+	if err := c.ensureHandshake(); err != nil {
+		return nil, err
+	}
+	if c.rscratch == nil {
+		c.rscratch = make([]byte, readScratchSize)
+	}
+	frames, err := protocol.ReadFramesReusing(c.r, c.limits, c.rscratch)
+	if err != nil {
+		return nil, c.ioError("read from", err)
+	}
+	return frames, nil
+}
+
+// Tracing reports whether a Trace sees this Conn's messages.
+func (c *Conn) Tracing() bool { return c.opts != nil && c.opts.Trace != nil }
+
 // ReadFrames reads one message's frames without decoding them.
 func (c *Conn) ReadFrames() ([][]byte, error) {
 	if err := c.ensureHandshake(); err != nil {

@@ -132,7 +132,6 @@ func TestReadFramesReusingKeepsNothing(t *testing.T) {
 	}
 }
 
-
 // A blob marker may not point at frame 0 (the msgpack itself): a value
 // aliasing frame 0 would change when a reader reuses that buffer.
 func TestDecodeRefusesBlobAtFrameZero(t *testing.T) {
