@@ -307,6 +307,8 @@ def main() -> int:
                "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
                "python": platform.python_version(),
                "started": f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC"}
+    # bin/dask-go-scheduler as this checkout builds it (scripts/bench.sh does the same)
+    subprocess.run([str(REPO / "scripts" / "setup.sh")], check=True, stdout=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="msgfloor-") as t:
         tmp = Path(t)
         binary = build(tmp)
