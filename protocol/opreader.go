@@ -112,16 +112,26 @@ func (f *Fields) Skip() error { return wrapDecode(f.d.skip(1)) }
 // Int reads an integer that fits int64 (nil reads as 0, as the generic
 // path's fields.int does).
 func (f *Fields) Int() (int64, error) {
-	kind, n, err := f.d.header()
-	switch {
-	case err != nil:
-		return 0, wrapDecode(err)
-	case kind == mpNil:
-		return 0, nil
-	case kind != 'i':
-		return 0, fmt.Errorf("%w: not an int", ErrDecode)
+	n, isNil, err := f.expect('i', "an int")
+	if err != nil || isNil {
+		return 0, err
 	}
 	return f.d.int64Of(n)
+}
+
+// expect reads a value's header and checks its kind; nil is allowed
+// (isNil) and means the zero value to every reader.
+func (f *Fields) expect(kind byte, what string) (n int, isNil bool, err error) {
+	k, n, err := f.d.header()
+	switch {
+	case err != nil:
+		return 0, false, wrapDecode(err)
+	case k == mpNil:
+		return 0, true, nil
+	case k != kind:
+		return 0, false, fmt.Errorf("%w: not %s", ErrDecode, what)
+	}
+	return n, false, nil
 }
 
 // Float reads a float (an int converts; nil reads as 0).
@@ -154,16 +164,11 @@ func (f *Fields) Float() (float64, error) {
 
 // Str reads a str (copied, or an interned constant; nil reads as "").
 func (f *Fields) Str() (string, error) {
-	kind, n, err := f.d.header()
-	switch {
-	case err != nil:
-		return "", wrapDecode(err)
-	case kind == mpNil:
-		return "", nil
-	case kind != 's':
-		return "", fmt.Errorf("%w: not a str", ErrDecode)
+	n, isNil, err := f.expect('s', "a str")
+	if err != nil || isNil {
+		return "", err
 	}
-	b, _ := f.d.take(n)
+	b, _ := f.d.take(n) // length checked by header
 	if n <= maxInternLen {
 		if v, ok := interned[string(b)]; ok {
 			return v.(string), nil
@@ -174,16 +179,11 @@ func (f *Fields) Str() (string, error) {
 
 // Bin reads a bin value (copied; nil reads as nil).
 func (f *Fields) Bin() ([]byte, error) {
-	kind, n, err := f.d.header()
-	switch {
-	case err != nil:
-		return nil, wrapDecode(err)
-	case kind == mpNil:
-		return nil, nil
-	case kind != 'b':
-		return nil, fmt.Errorf("%w: not a bin", ErrDecode)
+	n, isNil, err := f.expect('b', "a bin")
+	if err != nil || isNil {
+		return nil, err
 	}
-	b, _ := f.d.take(n)
+	b, _ := f.d.take(n) // length checked by header
 	return append([]byte(nil), b...), nil
 }
 
@@ -198,16 +198,8 @@ func (f *Fields) Value() (any, error) {
 // Array reads an array header: the items follow, read with the same
 // methods (nil reads as an empty array).
 func (f *Fields) Array() (int, error) {
-	kind, n, err := f.d.header()
-	switch {
-	case err != nil:
-		return 0, wrapDecode(err)
-	case kind == mpNil:
-		return 0, nil
-	case kind != 'a':
-		return 0, fmt.Errorf("%w: not an array", ErrDecode)
-	}
-	return n, nil
+	n, _, err := f.expect('a', "an array")
+	return n, err
 }
 
 // MapInto reads a map value into sub, a Fields over its entries (the
@@ -235,41 +227,17 @@ func (f *Fields) MapInto(sub *Fields) error {
 // it (integer's any would allocate for most values); a uint64 beyond int64
 // is an error.
 func (d *decoder) int64Of(c int) (int64, error) {
-	if c <= 0x7f {
-		return int64(c), nil
+	if c <= 0x7f || c >= 0xe0 {
+		return fixint(c), nil
 	}
-	if c >= 0xe0 {
-		return int64(int8(c)), nil
-	}
-	width := 1 << ((c - mpUint8) & 3)
-	b, err := d.take(width)
-	if err != nil {
+	u, width, err := d.intBits(c)
+	switch {
+	case err != nil:
 		return 0, wrapDecode(err)
-	}
-	var u uint64
-	switch width {
-	case 1:
-		u = uint64(b[0])
-	case 2:
-		u = uint64(binary.BigEndian.Uint16(b))
-	case 4:
-		u = uint64(binary.BigEndian.Uint32(b))
-	default:
-		u = binary.BigEndian.Uint64(b)
-	}
-	if c <= mpUint64 {
-		if u > math.MaxInt64 {
-			return 0, fmt.Errorf("%w: integer beyond int64", ErrDecode)
-		}
-		return int64(u), nil
-	}
-	switch width { // sign-extend int8..int64
-	case 1:
-		return int64(int8(u)), nil
-	case 2:
-		return int64(int16(u)), nil
-	case 4:
-		return int64(int32(u)), nil
+	case c > mpUint64:
+		return signExtend(u, width), nil
+	case u > math.MaxInt64:
+		return 0, fmt.Errorf("%w: integer beyond int64", ErrDecode)
 	}
 	return int64(u), nil
 }
