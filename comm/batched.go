@@ -8,9 +8,9 @@ import (
 )
 
 // BatchedSend coalesces messages on a stream like distributed's BatchedSend
-// (distributed/batched.py): Send appends to a buffer and never touches the
-// network; one owner goroutine writes the whole buffer as one message (a
-// list of op dicts, whose blobs share one frame list).
+// (distributed/batched.py): messages are appended to a buffer and the whole
+// buffer goes out as one message (a list of op dicts, whose blobs share one
+// frame list).
 //
 // With interval 0, what the scheduler uses for every stream, a message goes
 // out as soon as no write is in flight: batching only coalesces what queued
@@ -18,10 +18,19 @@ import (
 // holds a stream for its interval after each write (5 ms to workers, 2 ms to
 // clients), and a chain of dependent tasks pays up to that much per hop; an
 // engine that handles a read batch at a time already hands each stream one
-// Send per batch, so the interval saves little (issue 32). A positive
+// write per batch, so the interval saves little (issue 32). A positive
 // interval keeps distributed's rule, a write at most once per interval with
 // a message after a quiet period going out at once: the zero worker emulates
 // a stock worker's 2 ms stream with it.
+//
+// Two ways in. Send queues and wakes the stream's writer goroutine. Queue
+// then Flush is the engine's way (issue 31): Queue only appends, and Flush,
+// called once the engine has handled a whole read batch, writes the buffer
+// from the calling goroutine when no write is in flight and the Conn can
+// write without waiting (Conn.TryWrite: raw TCP). No goroutine hand-off,
+// no channel, no timer per message; what the socket does not take at once,
+// and every write where the Conn cannot try (TLS, or an interval), goes to
+// the writer goroutine, so the caller never waits for a slow peer.
 //
 // Lifecycle: NewBatchedSend starts the writer goroutine; Close flushes what
 // is buffered and stops it, leaving the Conn open for its owner (who may
@@ -29,22 +38,27 @@ import (
 // the Conn and stops. A write error stops it too: the error is kept (Err)
 // and passed once to onError, and the Conn is closed so the stream's reader
 // notices (distributed's BatchedSend.abort). All methods are safe for
-// concurrent use.
+// concurrent use. Invariant: at most one write is in flight (writing), by
+// Flush's caller or the writer goroutine, so messages keep their order.
 type BatchedSend struct {
 	conn     *Conn
 	interval time.Duration // 0: flush on idle
+	inline   bool          // Flush may write from its caller (interval 0, Conn.CanTryWrite)
 	onError  func(error)
 
 	mu       sync.Mutex
 	buf      []any
 	spare    []any // the last written buffer, emptied, for reuse
+	writing  bool  // a write is in flight (inline or the writer's)
+	pending  *Pending
 	stopping bool
 	err      error
 	messages int
 	batches  int
+	inlined  int // batches written by Flush's caller
 	delayed  int // writes that waited for the interval
 
-	wake chan struct{} // capacity 1: "the buffer may be non-empty"
+	wake chan struct{} // capacity 1: "there may be something to write"
 	stop chan struct{} // closed by Close/Abort
 	done chan struct{} // closed when the writer goroutine has exited
 }
@@ -55,6 +69,7 @@ func NewBatchedSend(c *Conn, interval time.Duration, onError func(error)) *Batch
 	b := &BatchedSend{
 		conn:     c,
 		interval: interval,
+		inline:   interval == 0 && c.CanTryWrite(),
 		onError:  onError,
 		wake:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
@@ -64,11 +79,28 @@ func NewBatchedSend(c *Conn, interval time.Duration, onError func(error)) *Batch
 	return b
 }
 
-// Send queues msgs (usually *protocol.Map op dicts) for the next batch. It
-// fails with ErrClosed (wrapped) once the stream is closing or has failed.
+// Send queues msgs (usually *protocol.Map op dicts) for the next batch and
+// wakes the writer. It fails with ErrClosed (wrapped) once the stream is
+// closing or has failed.
 func (b *BatchedSend) Send(msgs ...any) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if err := b.appendLocked(msgs); err != nil {
+		return err
+	}
+	b.wakeLocked()
+	return nil
+}
+
+// Queue appends msgs like Send but writes nothing: the caller calls Flush
+// when it has queued everything it has (the engine, after a read batch).
+func (b *BatchedSend) Queue(msgs ...any) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.appendLocked(msgs)
+}
+
+func (b *BatchedSend) appendLocked(msgs []any) error {
 	if b.err != nil {
 		return fmt.Errorf("batched send to %s: %w", b.conn.Peer(), b.err)
 	}
@@ -77,11 +109,63 @@ func (b *BatchedSend) Send(msgs ...any) error {
 	}
 	b.buf = append(b.buf, msgs...)
 	b.messages += len(msgs)
+	return nil
+}
+
+func (b *BatchedSend) wakeLocked() {
 	select {
 	case b.wake <- struct{}{}:
 	default:
 	}
-	return nil
+}
+
+// Flush writes what Queue appended. With no write in flight on an inline
+// stream it writes from the calling goroutine what the socket takes at
+// once and leaves any rest to the writer goroutine; otherwise it wakes the
+// writer (a write in flight picks the buffer up when it ends).
+func (b *BatchedSend) Flush() {
+	b.mu.Lock()
+	if len(b.buf) == 0 || b.err != nil {
+		b.mu.Unlock()
+		return
+	}
+	if !b.inline || b.writing || b.stopping {
+		b.wakeLocked()
+		b.mu.Unlock()
+		return
+	}
+	payload := b.takeLocked()
+	b.inlined++
+	b.mu.Unlock()
+
+	p, err := b.conn.TryWrite(payload)
+	b.recycle(payload) // encoded: the frames hold what the rest needs
+	b.mu.Lock()
+	switch {
+	case err != nil:
+		b.writing = false
+	case p != nil:
+		b.pending = p // still writing: the writer finishes it
+		b.wakeLocked()
+	default:
+		b.writing = false
+		if len(b.buf) > 0 || b.stopping {
+			b.wakeLocked()
+		}
+	}
+	b.mu.Unlock()
+	if err != nil {
+		b.fail(err)
+	}
+}
+
+// takeLocked starts a write of the whole buffer.
+func (b *BatchedSend) takeLocked() []any {
+	payload := b.buf
+	b.buf, b.spare = b.spare, nil
+	b.writing = true
+	b.batches++
+	return payload
 }
 
 // run is the owner goroutine, distributed's BatchedSend._background_send:
@@ -97,7 +181,7 @@ func (b *BatchedSend) run() {
 		select {
 		case <-b.wake:
 		case <-b.stop:
-			b.flush()
+			b.finish()
 			return
 		}
 		if b.interval > 0 && !last.IsZero() {
@@ -109,7 +193,7 @@ func (b *BatchedSend) run() {
 				select {
 				case <-rest.C:
 				case <-b.stop:
-					b.flush()
+					b.finish()
 					return
 				}
 			}
@@ -123,31 +207,65 @@ func (b *BatchedSend) run() {
 	}
 }
 
-// flush writes the buffer as one message; false after a write error. The
-// written buffer comes back as the next one (emptied: the frames it pointed
-// to must not be kept alive), so a busy stream allocates no new buffers.
+// finish is the writer's last flush: it waits for an inline write in
+// flight (Flush wakes it when that ends while stopping), then writes the
+// rest.
+func (b *BatchedSend) finish() {
+	for {
+		b.mu.Lock()
+		inflight := b.writing && b.pending == nil && b.err == nil
+		b.mu.Unlock()
+		if !inflight {
+			break
+		}
+		<-b.wake
+	}
+	for b.flush() {
+		b.mu.Lock()
+		more := len(b.buf) > 0 && b.err == nil
+		b.mu.Unlock()
+		if !more {
+			return
+		}
+	}
+}
+
+// flush finishes a pending inline write, then writes the buffer as one
+// message; false after a write error. While Flush's caller is writing it
+// does nothing (that write wakes it again if more is queued). The written
+// buffer comes back as the next one (emptied: the frames it pointed to
+// must not be kept alive), so a busy stream allocates no new buffers.
 func (b *BatchedSend) flush() bool {
 	b.mu.Lock()
-	payload := b.buf
-	b.buf = b.spare
-	b.spare = nil
-	if len(payload) > 0 && b.err == nil {
-		b.batches++
-	}
-	failed := b.err != nil
-	b.mu.Unlock()
-	if failed {
+	if b.err != nil {
+		b.mu.Unlock()
 		return false
 	}
-	if len(payload) == 0 {
-		b.recycle(payload)
+	if p := b.pending; p != nil {
+		b.pending = nil
+		b.mu.Unlock()
+		if err := p.Finish(); err != nil {
+			b.fail(err)
+			return false
+		}
+		b.mu.Lock()
+		b.writing = false
+	}
+	if b.writing || len(b.buf) == 0 {
+		b.mu.Unlock()
 		return true
 	}
-	if err := b.conn.Write(payload); err != nil {
+	payload := b.takeLocked()
+	b.mu.Unlock()
+	err := b.conn.Write(payload)
+	b.recycle(payload)
+	b.mu.Lock()
+	b.writing = false
+	b.mu.Unlock()
+	if err != nil {
 		b.fail(err)
 		return false
 	}
-	b.recycle(payload)
 	return true
 }
 
@@ -167,7 +285,8 @@ func (b *BatchedSend) recycle(buf []any) {
 
 func (b *BatchedSend) fail(err error) {
 	b.mu.Lock()
-	b.err, b.buf = err, nil
+	b.err, b.buf, b.pending = err, nil, nil
+	b.wakeLocked() // a finish waiting for an inline write
 	b.mu.Unlock()
 	b.conn.Close() // Python's BatchedSend.abort: the stream is unusable
 	if b.onError != nil {
@@ -232,4 +351,11 @@ func (b *BatchedSend) Stats() (messages, batches int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.messages, b.batches
+}
+
+// Inlined is how many batches Flush wrote from its caller's goroutine.
+func (b *BatchedSend) Inlined() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.inlined
 }

@@ -39,13 +39,20 @@ type Conn struct {
 	pickleProtocol int
 
 	raw       *rawIO // reads and writes with raw system calls (Linux TCP); nil: use nc
+	rscratch  []byte // the reading goroutine's: frame 0 of one-frame messages (ReadFramesReusing)
 	wmu       sync.Mutex
+	enc       protocol.Encoder // guarded by wmu: reuses its buffers from message to message
+	encHeld   bool             // guarded by wmu: a Pending write still holds enc's frames
 	closed    atomic.Bool
 	closeOnce sync.Once
 }
 
 // readBufferSize makes small messages (op dicts, batches) one read syscall.
 const readBufferSize = 64 << 10
+
+// readScratchSize is the largest one-frame message read without a buffer
+// of its own (a stream batch of a few dozen ops).
+const readScratchSize = 16 << 10
 
 // NewConn wraps an established byte stream (a net.Pipe in tests, a TLS
 // connection later). The handshake runs on the first Handshake call, or
@@ -111,17 +118,42 @@ func (c *Conn) Read() (any, error) {
 }
 
 func (c *Conn) read() (any, error) {
-	frames, err := c.readFrames()
-	if err != nil {
-		return nil, err
+	if c.rscratch == nil {
+		c.rscratch = make([]byte, readScratchSize)
 	}
-	v, err := protocol.Decode(frames)
+	frames, err := protocol.ReadFramesReusing(c.r, c.limits, c.rscratch)
+	if err != nil {
+		return nil, c.ioError("read from", err)
+	}
+	v, err := protocol.Decode(frames) // copies what it keeps of frame 0: scratch is free again
 	if err != nil {
 		return nil, fmt.Errorf("read from %s: %w", c.peerAddr, err)
 	}
-	c.trace('r', v)
+	c.trace('r', v, frames)
 	return v, nil
 }
+
+// ReadTransient reads one message's frames without decoding them, a
+// one-frame message into the Conn's reused scratch: the frames are valid
+// until the next read on this Conn (a stream reader that decodes each
+// batch before the next, issue 31). Tracing sees no message here: a
+// traced Conn's reader uses Read (Tracing).
+func (c *Conn) ReadTransient() ([][]byte, error) {
+	if err := c.ensureHandshake(); err != nil {
+		return nil, err
+	}
+	if c.rscratch == nil {
+		c.rscratch = make([]byte, readScratchSize)
+	}
+	frames, err := protocol.ReadFramesReusing(c.r, c.limits, c.rscratch)
+	if err != nil {
+		return nil, c.ioError("read from", err)
+	}
+	return frames, nil
+}
+
+// Tracing reports whether a Trace sees this Conn's messages.
+func (c *Conn) Tracing() bool { return c.opts != nil && c.opts.Trace != nil }
 
 // ReadFrames reads one message's frames without decoding them.
 func (c *Conn) ReadFrames() ([][]byte, error) {
@@ -144,16 +176,40 @@ func (c *Conn) Write(msg any) error {
 	if err := c.ensureHandshake(); err != nil {
 		return err
 	}
-	comp, _ := c.Negotiated()
-	frames, err := protocol.Encode(msg, &protocol.EncodeOptions{Compression: comp})
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	frames, err := c.encodeLocked(msg)
 	if err != nil {
-		return fmt.Errorf("write to %s: %w", c.peerAddr, err)
-	}
-	if err := c.writeFrames(frames); err != nil {
 		return err
 	}
-	c.trace('w', msg)
+	if err := c.writeFramesLocked(frames); err != nil {
+		c.enc.Release()
+		return err
+	}
+	c.trace('w', msg, frames)
+	c.enc.Release()
 	return nil
+}
+
+// encodeLocked encodes msg with the Conn's Encoder (wmu held: its buffers
+// are free until the message is written, and Release follows the write).
+// While a Pending write holds them (which its contract forbids from
+// overlapping another write, but a stray one must not corrupt it), a
+// one-off encoding is used.
+func (c *Conn) encodeLocked(msg any) ([][]byte, error) {
+	comp, _ := c.Negotiated()
+	var frames [][]byte
+	var err error
+	if c.encHeld {
+		frames, err = protocol.Encode(msg, &protocol.EncodeOptions{Compression: comp})
+	} else {
+		c.enc.Compression = comp
+		frames, err = c.enc.Encode(msg)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("write to %s: %w", c.peerAddr, err)
+	}
+	return frames, nil
 }
 
 // WriteFrames writes one message made of frames.
@@ -169,6 +225,10 @@ func (c *Conn) WriteFrames(frames [][]byte) error {
 func (c *Conn) writeFrames(frames [][]byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	return c.writeFramesLocked(frames)
+}
+
+func (c *Conn) writeFramesLocked(frames [][]byte) error {
 	if c.closed.Load() {
 		return fmt.Errorf("write to %s: %w", c.peerAddr, ErrClosed)
 	}

@@ -20,9 +20,26 @@ import (
 // such context switches (futex, sysmon's usleep).
 //
 // Deadlines and Close work as for net.Conn: RawConn's wait honours them.
+//
+// The functions handed to RawConn are made once per connection (readFn,
+// writeFn) and take their arguments from fields: a closure per call would
+// be an allocation per read and per write (issue 31).
 type rawIO struct {
-	rc  syscall.RawConn
-	iov []syscall.Iovec // scratch for writev, guarded by the Conn's write mutex
+	rc syscall.RawConn
+
+	// the read in progress: one reader at a time (the Conn's reading goroutine)
+	rbuf    []byte
+	rn      uintptr
+	rerrno  syscall.Errno
+	readFn  func(fd uintptr) bool
+	writeFn func(fd uintptr) bool
+
+	// the write in progress, guarded by the Conn's write mutex
+	iov   []syscall.Iovec // scratch for writev
+	wiov  []syscall.Iovec // what is left of it
+	wleft uint64
+	wwait bool // wait until writable rather than stop at EAGAIN
+	werr  error
 }
 
 // newRawIO returns nil where nc is not a TCP connection (net.Pipe in
@@ -36,7 +53,9 @@ func newRawIO(nc net.Conn) *rawIO {
 	if err != nil {
 		return nil
 	}
-	return &rawIO{rc: rc}
+	r := &rawIO{rc: rc}
+	r.readFn, r.writeFn = r.readOnce, r.writeSome
+	return r
 }
 
 // Read is io.Reader: one read(2) of what is there, waiting for data.
@@ -44,16 +63,10 @@ func (r *rawIO) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	var n uintptr
-	var errno syscall.Errno
-	err := r.rc.Read(func(fd uintptr) bool {
-		for {
-			n, _, errno = syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-			if errno != syscall.EINTR {
-				return errno != syscall.EAGAIN
-			}
-		}
-	})
+	r.rbuf = p
+	err := r.rc.Read(r.readFn)
+	n, errno := r.rn, r.rerrno
+	r.rbuf = nil
 	switch {
 	case err != nil:
 		return 0, err
@@ -65,40 +78,72 @@ func (r *rawIO) Read(p []byte) (int, error) {
 	return int(n), nil
 }
 
+// readOnce is the RawConn read function: false (wait for data) on EAGAIN.
+func (r *rawIO) readOnce(fd uintptr) bool {
+	for {
+		r.rn, _, r.rerrno = syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&r.rbuf[0])), uintptr(len(r.rbuf)))
+		if r.rerrno != syscall.EINTR {
+			return r.rerrno != syscall.EAGAIN
+		}
+	}
+}
+
 // writeBuffers writes every byte of bufs with writev(2), as many calls as
 // the socket needs.
 func (r *rawIO) writeBuffers(bufs net.Buffers) error {
+	_, err := r.writev(bufs, true)
+	return err
+}
+
+// tryWriteBuffers writes what the socket takes now without waiting for it
+// to become writable: n is how many bytes of bufs went out (all of them
+// unless the send buffer filled up).
+func (r *rawIO) tryWriteBuffers(bufs net.Buffers) (n int64, err error) {
+	return r.writev(bufs, false)
+}
+
+// writev writes bufs with writev(2); with wait, until every byte is out,
+// else until the socket would block.
+func (r *rawIO) writev(bufs net.Buffers, wait bool) (written int64, _ error) {
 	r.iov = r.iov[:0]
+	var total uint64
 	for _, b := range bufs {
 		if len(b) > 0 { // an empty one has no &b[0]
 			r.iov = append(r.iov, syscall.Iovec{Base: &b[0], Len: uint64(len(b))})
+			total += uint64(len(b))
 		}
 	}
-	iov := r.iov
-	var werr error
-	err := r.rc.Write(func(fd uintptr) bool {
-		for len(iov) > 0 {
-			n := min(len(iov), 1024) // IOV_MAX
-			done, _, errno := syscall.RawSyscall(syscall.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&iov[0])), uintptr(n))
-			switch errno {
-			case 0:
-			case syscall.EINTR:
-				continue
-			case syscall.EAGAIN:
-				return false // wait until writable, then go on from here
-			default:
-				werr = errno
-				return true
-			}
-			iov = advance(iov, uint64(done))
-		}
-		return true
-	})
+	r.wiov, r.wleft, r.wwait, r.werr = r.iov, total, wait, nil
+	err := r.rc.Write(r.writeFn)
 	clear(r.iov) // drop the references to the frames
+	r.wiov = nil
+	written = int64(total - r.wleft)
 	if err != nil {
-		return err
+		return written, err
 	}
-	return werr
+	return written, r.werr
+}
+
+// writeSome is the RawConn write function: writev until done, an error,
+// or EAGAIN (false: wait until writable, when wwait).
+func (r *rawIO) writeSome(fd uintptr) bool {
+	for len(r.wiov) > 0 {
+		n := min(len(r.wiov), 1024) // IOV_MAX
+		done, _, errno := syscall.RawSyscall(syscall.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&r.wiov[0])), uintptr(n))
+		switch errno {
+		case 0:
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return !r.wwait // wait until writable, then go on from here
+		default:
+			r.werr = errno
+			return true
+		}
+		r.wiov = advance(r.wiov, uint64(done))
+		r.wleft -= uint64(done)
+	}
+	return true
 }
 
 // advance drops the first n written bytes from iov.

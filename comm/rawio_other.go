@@ -11,3 +11,5 @@ func newRawIO(net.Conn) *rawIO { return nil }
 
 func (*rawIO) Read([]byte) (int, error)       { panic("unreachable") }
 func (*rawIO) writeBuffers(net.Buffers) error { panic("unreachable") }
+
+func (*rawIO) tryWriteBuffers(net.Buffers) (int64, error) { panic("unreachable") }

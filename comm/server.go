@@ -253,7 +253,7 @@ func (s *Server) readRequest(sc *serverConn, log zerolog.Logger) (*Request, bool
 		s.replyError(c, log, err)
 		return nil, false
 	}
-	c.trace('r', msg)
+	c.trace('r', msg, frames)
 	req, err := parseRequest(msg)
 	if err != nil {
 		log.Warn().Err(err).Msg("bad request; closing connection")

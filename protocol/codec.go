@@ -26,7 +26,9 @@ func Decode(frames [][]byte) (any, error) {
 	if len(frames) == 0 {
 		return nil, fmt.Errorf("%w: message has no frames", ErrDecode)
 	}
-	d := decoder{buf: frames[0], frames: frames}
+	// Frame 0 is the msgpack itself, never a blob's: no value aliases it
+	// (ReadFramesReusing relies on that).
+	d := decoder{buf: frames[0], frames: frames, nextFree: 1}
 	v, err := d.value(0)
 	if err != nil {
 		return nil, fmt.Errorf("%w: frame 0: %v", ErrDecode, err)
@@ -198,18 +200,37 @@ func kindName(k byte) string {
 
 // integer finishes an int whose code header() returned as n.
 func (d *decoder) integer(c int) (any, error) {
-	if c <= 0x7f {
-		return int64(c), nil
+	if c <= 0x7f || c >= 0xe0 {
+		return fixint(c), nil
 	}
-	if c >= 0xe0 {
-		return int64(int8(c)), nil
-	}
-	width := 1 << ((c - mpUint8) & 3)
-	b, err := d.take(width)
+	u, width, err := d.intBits(c)
 	if err != nil {
 		return nil, err
 	}
-	var u uint64
+	if c <= mpUint64 {
+		if u > math.MaxInt64 {
+			return u, nil
+		}
+		return int64(u), nil
+	}
+	return signExtend(u, width), nil
+}
+
+// fixint is the value of a positive or negative fixint code.
+func fixint(c int) int64 {
+	if c <= 0x7f {
+		return int64(c)
+	}
+	return int64(int8(c))
+}
+
+// intBits reads the big-endian payload of a uint8..int64 code.
+func (d *decoder) intBits(c int) (u uint64, width int, err error) {
+	width = 1 << ((c - mpUint8) & 3)
+	b, err := d.take(width)
+	if err != nil {
+		return 0, 0, err
+	}
 	switch width {
 	case 1:
 		u = uint64(b[0])
@@ -220,22 +241,20 @@ func (d *decoder) integer(c int) (any, error) {
 	default:
 		u = binary.BigEndian.Uint64(b)
 	}
-	if c <= mpUint64 {
-		if u > math.MaxInt64 {
-			return u, nil
-		}
-		return int64(u), nil
-	}
-	switch width { // sign-extend int8..int64
+	return u, width, nil
+}
+
+// signExtend reads width bytes' worth of u as a signed int8..int64.
+func signExtend(u uint64, width int) int64 {
+	switch width {
 	case 1:
-		return int64(int8(u)), nil
+		return int64(int8(u))
 	case 2:
-		return int64(int16(u)), nil
+		return int64(int16(u))
 	case 4:
-		return int64(int32(u)), nil
-	default:
-		return int64(u), nil
+		return int64(int32(u))
 	}
+	return int64(u)
 }
 
 func (d *decoder) value(depth int) (any, error) {
@@ -373,6 +392,9 @@ func markerOffset(v any) (int64, bool) {
 func (d *decoder) blob(offset int64, pickled bool) (*Blob, error) {
 	if offset >= int64(len(d.frames)) {
 		return nil, fmt.Errorf("blob offset %d beyond the message's %d frames", offset, len(d.frames))
+	}
+	if offset < 1 {
+		return nil, fmt.Errorf("blob offset %d: frame 0 is the message's msgpack, not a blob", offset)
 	}
 	if offset < d.nextFree {
 		return nil, fmt.Errorf("blob offset %d reuses frames already claimed by an earlier blob (next free frame %d)", offset, d.nextFree)

@@ -52,6 +52,16 @@ const readChunk = 1 << 20
 // returns an error wrapping io.ErrUnexpectedEOF. Wrap r in a bufio.Reader:
 // small messages take several reads.
 func ReadFrames(r io.Reader, lim Limits) ([][]byte, error) {
+	return ReadFramesReusing(r, lim, nil)
+}
+
+// ReadFramesReusing is ReadFrames that reads a one-frame message (every
+// stream batch without blobs) into scratch when it fits, instead of a new
+// buffer: Decode copies strings and bin values out of frame 0 and aliases
+// only later frames, so a reader that decodes each message before reading
+// the next can pass the same scratch every time (issue 31). The frames
+// returned alias scratch until then.
+func ReadFramesReusing(r io.Reader, lim Limits, scratch []byte) ([][]byte, error) {
 	lim = lim.withDefaults()
 	var hdr [16]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
@@ -72,6 +82,13 @@ func ReadFrames(r io.Reader, lim Limits) ([][]byte, error) {
 		return nil, &FrameError{Reason: fmt.Sprintf("first-read size %d outside %d..%d", gulp, prelude, prelude+total), Header: []uint64{gulp, n, total}}
 	}
 	frames := make([][]byte, n)
+	if n == 1 && sizes[0] <= uint64(cap(scratch)) {
+		frames[0] = scratch[:sizes[0]]
+		if _, err := io.ReadFull(r, frames[0]); err != nil {
+			return nil, fmt.Errorf("read frame 0 of 1 (%d bytes): %w", sizes[0], unexpectedEOF(err))
+		}
+		return frames, nil
+	}
 	for i := 0; i < len(sizes); {
 		// Runs of small frames share one allocation and one read: a batched
 		// op list with a dozen tiny blob frames costs 1 read, not 12.
@@ -97,10 +114,14 @@ func ReadFrames(r io.Reader, lim Limits) ([][]byte, error) {
 	return frames, nil
 }
 
-// readLengths reads n u64 frame lengths, allocating as they arrive.
+// readLengths reads n u64 frame lengths, allocating as they arrive. The
+// scratch buffer is sized to the lengths (at most 512 at a time): it
+// escapes to the heap through io.ReadFull, and a fixed 4 KiB array cost
+// 4 KiB per message read, most of what a 20k-task map allocated in reads
+// (issue 31).
 func readLengths(r io.Reader, n int, lim Limits) ([]uint64, uint64, error) {
 	sizes := make([]uint64, 0, min(n, readChunk/64))
-	var buf [8 * 512]byte
+	buf := make([]byte, 8*min(n, 512))
 	var total uint64
 	for len(sizes) < n {
 		k := min(n-len(sizes), 512)

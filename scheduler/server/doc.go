@@ -9,18 +9,25 @@
 //	nannies ─┘   streams (streams.go: read loop per peer) ──┤   Submit│   Results  │
 //	                                                        ▼        │            ▼
 //	              decode.go, coordination.go: typed stimuli ──▶ loop.events ◀── forwardResults
-//	                                                                  │
-//	                                              loop.run: State.Handle(st) ─▶ Outbox
+//	              (a stream's batch: loop.handleBatch) ──┐            │ loop.run
+//	                                                     ▼            ▼
+//	                                 under loop.mu: State.Handle(st) ─▶ Outbox
 //	                                                                  │
 //	        comm.BatchedSend per stream ◀── dispatch ─┬─ Replies ─▶ the waiting RPC handler
-//	                                                  └─ Helper, ShuffleRuns, Disconnect, Logs
+//	        (Queue; loop.flush: Flush)                └─ Helper, ShuffleRuns, Disconnect, Logs
 //
 // Every input becomes a typed stimulus at the edge (decode.go; coordination
 // ops are scheduler/coord ops wrapped in scheduler.CoordOp); a malformed
 // field is an error reply naming the op and the field, never a panic. The
-// loop is the only caller of the engine: State.Handle, then dispatch, which
-// only appends to BatchedSends (it never blocks on a peer) and returns the
-// stimuli its own failures produce (a helper gone), handled next in order.
+// engine is called under loop.mu, by the loop goroutine for events (RPC
+// stimuli, ticks, helper results) and by a stream's reader for the batch
+// it just read (loop.handleBatch: a task-finished gets its compute-task
+// back from the goroutine that read it, issue 31): State.Handle, then
+// dispatch, which queues on BatchedSends and returns the stimuli its own
+// failures produce (a helper gone), handled next in order; after the event
+// or batch, loop.flush writes each stream it touched once, from the same
+// goroutine, taking only what the socket accepts at once (the rest goes to
+// the stream's writer), so the engine's holder never blocks on a peer.
 // Queries of the engine's state (identity, who_has, the story) run on the
 // loop too (loop.query), between stimuli.
 //
@@ -42,7 +49,8 @@
 //     connection's RPC handlers and, for a worker or client, its stream's
 //     read loop (streams.go) until the peer leaves; Shutdown waits for them.
 //   - comm.BatchedSend: one writer per stream, stopped by Close or Abort
-//     when the stream's reader ends.
+//     when the stream's reader ends. It writes what a flush could not
+//     write at once, and what Send (not Queue) appended.
 //   - Fan-outs (data.go's get_data and update_data, broadcast, replicate's
 //     gather_on_worker and free_keys, P2P barriers, restart's nanny kills):
 //     one goroutine per worker, each joined (WaitGroup or a results
@@ -58,7 +66,9 @@
 //   - Server.replicaMu: replicate and rebalance exclude each other
 //     (Scheduler._replica_lock).
 //   - loop.replyMu: the reply slots of RPCs waiting for the engine.
+//   - loop.mu: the engine and the streams to flush. Held for one event or
+//     one stream batch; never while waiting for a peer or for another lock
+//     holder (a query from inside would deadlock, as it did on the loop).
 //
-// No lock is held while calling the engine; the engine's state is touched
-// only from the loop goroutine.
+// The engine's state is touched only under loop.mu.
 package server

@@ -7,18 +7,26 @@ import (
 	"sync/atomic"
 	"time"
 
+	"daskgo/comm"
 	"daskgo/protocol"
 	"daskgo/scheduler"
 )
 
-// loop is the one goroutine that owns the engine. Everything else talks to
-// it through events: stimuli (whose outbox it sends) and read-only queries.
-// Sending the outbox only appends to BatchedSends, so the loop never blocks
-// on a peer.
+// loop owns the engine. Whoever holds mu may call it: the loop goroutine,
+// for events (RPC stimuli, ticks, helper results, queries), and a stream's
+// reader, for the batch it has just read (handleBatch), so that a worker's
+// task-finished gets its compute-task back from the goroutine that read it,
+// with no hand-off (issue 31). Sending the outbox queues on BatchedSends
+// and flushes them once per event or batch; a flush writes only what the
+// socket takes at once and leaves the rest to the stream's writer, so the
+// engine's holder never waits for a peer.
 type loop struct {
 	srv    *Server
 	state  *scheduler.State
 	events chan event
+
+	mu    sync.Mutex          // the engine, and dirty
+	dirty []*comm.BatchedSend // streams queued to since the last flush
 
 	replyMu sync.Mutex // guards replies: RPC handlers register slots, the loop delivers to them
 	replies map[int64]chan any
@@ -27,7 +35,6 @@ type loop struct {
 
 type event struct {
 	stim  scheduler.Stimulus
-	batch []scheduler.Stimulus // a stream batch's stimuli, handled in order
 	query func(*scheduler.State)
 	done  chan struct{}
 }
@@ -42,20 +49,65 @@ func (l *loop) run() {
 		case <-l.srv.ctx.Done():
 			return
 		case ev := <-l.events:
+			l.mu.Lock()
 			if ev.stim != nil {
 				l.handle(ev.stim)
-			}
-			for _, st := range ev.batch {
-				l.handle(st)
 			}
 			if ev.query != nil {
 				ev.query(l.state)
 			}
+			l.flush()
+			l.mu.Unlock()
 			if ev.done != nil {
 				close(ev.done)
 			}
 		}
 	}
+}
+
+// handleBatch runs a stream batch's stimuli through the engine on the
+// calling goroutine (the stream's reader), in order, then writes what they
+// produced. After shutdown it drops them, as a full events channel would.
+func (l *loop) handleBatch(batch []scheduler.Stimulus) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.srv.ctx.Err() != nil {
+		return
+	}
+	for _, st := range batch {
+		l.handle(st)
+	}
+	l.flush()
+}
+
+// flush writes every stream the last event or batch queued to: one write
+// per stream, whatever the number of stimuli.
+func (l *loop) flush() {
+	for i, b := range l.dirty {
+		b.Flush()
+		l.dirty[i] = nil
+	}
+	l.dirty = l.dirty[:0]
+}
+
+// queue appends msgs to a stream, to be written at the next flush.
+func (l *loop) queue(b *comm.BatchedSend, msgs []*protocol.Map) {
+	if len(msgs) == 0 {
+		return
+	}
+	items := make([]any, len(msgs))
+	for i, m := range msgs {
+		items[i] = m
+	}
+	if b.Queue(items...) != nil {
+		return // the stream is closing; its peer is being removed
+	}
+	for _, d := range l.dirty {
+		if d == b {
+			return
+		}
+	}
+	l.dirty = append(l.dirty, b)
 }
 
 // handle runs one stimulus through the engine and sends what it returns.
@@ -105,12 +157,12 @@ func (l *loop) onTick(t *scheduler.Tick) {
 func (l *loop) dispatch(out *scheduler.Outbox) (follow []scheduler.Stimulus) {
 	for addr, msgs := range out.Workers {
 		if b := l.srv.workerStream(addr); b != nil {
-			_ = b.Send(asAny(msgs)...)
+			l.queue(b, msgs)
 		}
 	}
 	for id, msgs := range out.Clients {
 		if b := l.srv.clientStream(id); b != nil {
-			_ = b.Send(asAny(msgs)...)
+			l.queue(b, msgs)
 		}
 	}
 	for _, r := range out.Replies {
@@ -171,27 +223,10 @@ func (l *loop) logEntry(e scheduler.LogEntry) {
 	ev.Msg(e.Msg)
 }
 
-func asAny(msgs []*protocol.Map) []any {
-	out := make([]any, len(msgs))
-	for i, m := range msgs {
-		out[i] = m
-	}
-	return out
-}
-
 // submit queues a stimulus without waiting for it.
 func (l *loop) submit(st scheduler.Stimulus) {
 	select {
 	case l.events <- event{stim: st}:
-	case <-l.srv.ctx.Done():
-	}
-}
-
-// submitBatch queues a stream batch's stimuli as one event: one channel
-// hand-off per batch read, not one per op.
-func (l *loop) submitBatch(batch []scheduler.Stimulus) {
-	select {
-	case l.events <- event{batch: batch}:
 	case <-l.srv.ctx.Done():
 	}
 }

@@ -46,7 +46,7 @@ func (s *Server) registerClient(ctx context.Context, req *comm.Request) (any, er
 
 	closed := s.readStream(conn, func(m *protocol.Map, now time.Time) (scheduler.Stimulus, bool, error) {
 		return clientStimulus(id, m, now)
-	}, log)
+	}, nil, log)
 
 	if s.detach(s.clients, id, b) {
 		s.loop.submit(&scheduler.RemoveClient{Base: s.base("client-stream-closed"), Client: id})
@@ -63,29 +63,43 @@ func (s *Server) registerClient(ctx context.Context, req *comm.Request) (any, er
 // the engine need not see.
 type streamOp func(m *protocol.Map, now time.Time) (st scheduler.Stimulus, ok bool, err error)
 
+// fastOp reads one raw op of a batch straight into a stimulus
+// (lazydecode.go); ok is false when it does not handle that op.
+type fastOp func(item []byte, now time.Time) (st scheduler.Stimulus, ok bool)
+
 // readStream reads batches (lists of op dicts) until close-stream, EOF or
-// an unreadable message, and submits each op's stimulus to the engine. Bad
-// ops are logged and skipped: one malformed op must not cost a client its
-// results. It reports whether the peer closed the stream with close-stream.
-func (s *Server) readStream(conn *comm.Conn, convert streamOp, log zerolog.Logger) bool {
+// an unreadable message, and runs each batch's stimuli through the engine
+// on this goroutine (loop.handleBatch). Ops that fast reads (nil: none) skip
+// the generic decoder; a traced Conn decodes everything, so that the trace
+// sees each message. Bad ops are logged and skipped: one malformed op must
+// not cost a client its results. It reports whether the peer closed the
+// stream with close-stream.
+func (s *Server) readStream(conn *comm.Conn, convert streamOp, fast fastOp, log zerolog.Logger) bool {
+	if conn.Tracing() {
+		fast = nil
+	}
 	for {
-		msg, err := conn.Read()
+		b, err := readBatch(conn, fast != nil)
 		if err != nil {
 			if !errors.Is(err, comm.ErrClosed) {
 				log.Debug().Err(err).Msg("stream ended")
 			}
 			return false
 		}
-		var batch []any
-		switch x := msg.(type) {
-		case []any:
-			batch = x
-		default:
-			batch = []any{x}
-		}
 		now := s.clock.Now()
-		stims := make([]scheduler.Stimulus, 0, len(batch))
-		for _, item := range batch {
+		stims := make([]scheduler.Stimulus, 0, b.len())
+		for i := range b.len() {
+			if fast != nil {
+				if st, ok := fast(b.raws[i], now); ok {
+					stims = append(stims, st)
+					continue
+				}
+			}
+			item, err := b.value(i)
+			if err != nil {
+				log.Debug().Err(err).Msg("stream ended: unreadable message")
+				return false
+			}
 			if item == "OK" {
 				continue
 			}
@@ -109,9 +123,59 @@ func (s *Server) readStream(conn *comm.Conn, convert streamOp, log zerolog.Logge
 	}
 }
 
+// batch is one stream message's items: decoded (vals), or with lazy
+// reading raw msgpack views into the Conn's scratch (raws, valid until the
+// next read), each decoded by value when the fast path does not take it.
+type batch struct {
+	vals   []any
+	raws   [][]byte
+	frames [][]byte
+	from   int64 // the next blob frame (protocol.DecodeElement)
+}
+
+// readBatch reads one stream message. Without lazy it is decoded whole
+// (Conn.Read, which traces it).
+func readBatch(conn *comm.Conn, lazy bool) (*batch, error) {
+	if !lazy {
+		msg, err := conn.Read()
+		if err != nil {
+			return nil, err
+		}
+		vals, ok := msg.([]any)
+		if !ok {
+			vals = []any{msg}
+		}
+		return &batch{vals: vals}, nil
+	}
+	frames, err := conn.ReadTransient()
+	if err != nil {
+		return nil, err
+	}
+	raws, err := protocol.SplitBatch(frames[0])
+	if err != nil {
+		return nil, fmt.Errorf("read from %s: %w", conn.Peer(), err)
+	}
+	return &batch{raws: raws, frames: frames, from: 1}, nil
+}
+
+func (b *batch) len() int {
+	if b.raws != nil {
+		return len(b.raws)
+	}
+	return len(b.vals)
+}
+
+// value decodes item i (in order: blobs claim frames in order).
+func (b *batch) value(i int) (any, error) {
+	if b.raws == nil {
+		return b.vals[i], nil
+	}
+	return protocol.DecodeElement(b.frames, b.raws[i], &b.from)
+}
+
 func (s *Server) submitStimuli(stims []scheduler.Stimulus) {
 	if len(stims) > 0 {
-		s.loop.submitBatch(stims)
+		s.loop.handleBatch(stims)
 	}
 }
 
@@ -158,6 +222,8 @@ func (s *Server) registerWorker(ctx context.Context, req *comm.Request) (any, er
 
 	graceful := s.readStream(conn, func(m *protocol.Map, now time.Time) (scheduler.Stimulus, bool, error) {
 		return workerStimulus(aw.Address, m, now)
+	}, func(item []byte, now time.Time) (scheduler.Stimulus, bool) {
+		return taskFinishedFast(aw.Address, item, now)
 	}, log)
 
 	s.detach(s.workers, aw.Address, b)

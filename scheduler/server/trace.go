@@ -12,10 +12,11 @@ import (
 )
 
 // At --log-level trace the server logs, with a nanosecond wall-clock time,
-// every message it reads or writes, each graph handed to the helper and
-// back, and the engine's time per stimulus: one side of the stage-by-stage
-// round-trip profile (scripts/bench/roundtrip_profile.py adds the client's
-// and workers' side). Off, none of this runs.
+// every message it reads or writes (and its size on the wire, which the
+// per-message floor, scripts/bench/msgfloor, replays), each graph handed
+// to the helper and back, and the engine's time per stimulus: one side of
+// the stage-by-stage round-trip profile (scripts/bench/roundtrip_profile.py
+// adds the client's and workers' side). Off, none of this runs.
 
 // messageTrace returns the comm.Trace that logs messages, or nil when the
 // logger would drop trace events.
@@ -23,9 +24,9 @@ func messageTrace(log zerolog.Logger) comm.Trace {
 	if log.GetLevel() > zerolog.TraceLevel {
 		return nil
 	}
-	return func(dir byte, c *comm.Conn, msg any, at time.Time) {
+	return func(dir byte, c *comm.Conn, msg any, size int, at time.Time) {
 		log.Trace().Str("dir", string(dir)).Str("peer", c.Peer()).Strs("ops", traceOps(msg)).
-			Int64("ns", at.UnixNano()).Msg("message")
+			Int("bytes", size).Int64("ns", at.UnixNano()).Msg("message")
 	}
 }
 

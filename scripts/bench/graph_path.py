@@ -67,11 +67,14 @@ def tasks_of(case: str, size: int) -> int:
     return size if case == "map-20k" else tree_tasks(size)
 
 
-def one_run(case: str, kind: str, size: int, tmp: Path, timeout: float, profile: Path | None = None) -> dict:
+def one_run(case: str, kind: str, size: int, tmp: Path, timeout: float, profile: Path | None = None,
+            log_level: str = "info") -> dict:
+    """One run; log_level "trace" makes ours log every message (msgfloor.py
+    records the traffic so), in tmp/scheduler.log."""
     rec = {"case": case, "scheduler": kind, "size": size, "tasks": tasks_of(case, size), "ok": False}
     env = tls_env(tmp / "tls") if "+tls" in kind else {}
     page = None
-    sched = Scheduler(kind, env, tmp, profile=profile).launch()
+    sched = Scheduler(kind, env, tmp, log_level=log_level, profile=profile).launch()
     workers = Workers(tmp, sched.scheduler_file, WORKERS, MEMORY, nthreads=THREADS, env=env).start()
     client = None
     try:

@@ -1,0 +1,253 @@
+package protocol
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+)
+
+// Lazy decoding of stream batches (issue 31): a worker's batch of
+// task-finished ops is read field by field straight from frame 0, into the
+// types the scheduler keeps, without building a Map per op, boxing every
+// number or copying the fields it does not read. The scheduler's edge
+// (scheduler/server) decodes the ops it knows this way and hands any other
+// element to DecodeElement, the generic decoder.
+//
+// The same rules as Decode: every length is checked against the bytes
+// left, nothing is allocated for a length before the bytes exist, and bad
+// input is an error wrapping ErrDecode, never a panic.
+
+// SplitBatch returns the raw msgpack of each op of a stream message's
+// frame 0: the items of a list, or the one value that is not a list. The
+// slices alias frame0. Each item is checked to be whole (skipped over), so
+// a truncated or malformed message fails here, before any op is used.
+func SplitBatch(frame0 []byte) ([][]byte, error) {
+	d := decoder{buf: frame0}
+	if len(frame0) > 0 && (frame0[0]&0xf0 == 0x90 || frame0[0] == mpArray16 || frame0[0] == mpArray32) {
+		kind, n, err := d.header()
+		if err != nil || kind != 'a' {
+			return nil, fmt.Errorf("%w: batch header: %v", ErrDecode, err)
+		}
+		items := make([][]byte, 0, n)
+		for i := 0; i < n; i++ {
+			start := d.pos
+			if err := d.skip(1); err != nil {
+				return nil, fmt.Errorf("%w: batch item %d: %v", ErrDecode, i, err)
+			}
+			items = append(items, frame0[start:d.pos:d.pos])
+		}
+		if d.pos != len(frame0) {
+			return nil, fmt.Errorf("%w: %d trailing bytes after the batch", ErrDecode, len(frame0)-d.pos)
+		}
+		return items, nil
+	}
+	if err := d.skip(0); err != nil {
+		return nil, fmt.Errorf("%w: frame 0: %v", ErrDecode, err)
+	}
+	if d.pos != len(frame0) {
+		return nil, fmt.Errorf("%w: %d trailing bytes after frame 0's value", ErrDecode, len(frame0)-d.pos)
+	}
+	return [][]byte{frame0}, nil
+}
+
+// DecodeElement decodes one item of SplitBatch as Decode would decode it in
+// place: blob markers resolve against the message's frames. Items must be
+// decoded in order (blobs claim frames in order).
+func DecodeElement(frames [][]byte, item []byte, from *int64) (any, error) {
+	d := decoder{buf: item, frames: frames, nextFree: max(1, *from)}
+	v, err := d.value(1)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrDecode, err)
+	}
+	*from = d.nextFree
+	return v, nil
+}
+
+// Fields reads the entries of one msgpack map in place, in wire order.
+// Values are read with the typed methods, each of which consumes exactly
+// one value; a value that is not of the asked type is an error (the caller
+// falls back to the generic decoder, which names the field).
+type Fields struct {
+	d    decoder
+	left int // entries not yet read
+}
+
+// NewFields starts reading item, which must be a map. It returns a value,
+// so that a reader on the stack costs no allocation.
+func NewFields(item []byte) (Fields, error) {
+	f := Fields{d: decoder{buf: item}}
+	kind, n, err := f.d.header()
+	if err != nil {
+		return Fields{}, fmt.Errorf("%w: %v", ErrDecode, err)
+	}
+	if kind != 'm' {
+		return Fields{}, fmt.Errorf("%w: not a map", ErrDecode)
+	}
+	f.left = n
+	return f, nil
+}
+
+// Next returns the next entry's key, a view into the message (compare it,
+// do not keep it); ok is false after the last entry. A key that is not a
+// str is an error.
+func (f *Fields) Next() (key []byte, ok bool, err error) {
+	if f.left == 0 {
+		return nil, false, nil
+	}
+	f.left--
+	kind, n, err := f.d.header()
+	if err != nil {
+		return nil, false, fmt.Errorf("%w: %v", ErrDecode, err)
+	}
+	if kind != 's' {
+		return nil, false, fmt.Errorf("%w: map key is not a str", ErrDecode)
+	}
+	key, _ = f.d.take(n) // length checked by header
+	return key, true, nil
+}
+
+// Skip consumes a value without reading it.
+func (f *Fields) Skip() error { return wrapDecode(f.d.skip(1)) }
+
+// Int reads an integer that fits int64 (nil reads as 0, as the generic
+// path's fields.int does).
+func (f *Fields) Int() (int64, error) {
+	n, isNil, err := f.expect('i', "an int")
+	if err != nil || isNil {
+		return 0, err
+	}
+	return f.d.int64Of(n)
+}
+
+// expect reads a value's header and checks its kind; nil is allowed
+// (isNil) and means the zero value to every reader.
+func (f *Fields) expect(kind byte, what string) (n int, isNil bool, err error) {
+	k, n, err := f.d.header()
+	switch {
+	case err != nil:
+		return 0, false, wrapDecode(err)
+	case k == mpNil:
+		return 0, true, nil
+	case k != kind:
+		return 0, false, fmt.Errorf("%w: not %s", ErrDecode, what)
+	}
+	return n, false, nil
+}
+
+// Float reads a float (an int converts; nil reads as 0).
+func (f *Fields) Float() (float64, error) {
+	kind, n, err := f.d.header()
+	if err != nil {
+		return 0, wrapDecode(err)
+	}
+	switch kind {
+	case mpFloat64:
+		b, err := f.d.take(8)
+		if err != nil {
+			return 0, wrapDecode(err)
+		}
+		return math.Float64frombits(binary.BigEndian.Uint64(b)), nil
+	case mpFloat32:
+		b, err := f.d.take(4)
+		if err != nil {
+			return 0, wrapDecode(err)
+		}
+		return float64(math.Float32frombits(binary.BigEndian.Uint32(b))), nil
+	case 'i':
+		v, err := f.d.int64Of(n)
+		return float64(v), err
+	case mpNil:
+		return 0, nil
+	}
+	return 0, fmt.Errorf("%w: not a number", ErrDecode)
+}
+
+// Str reads a str (copied, or an interned constant; nil reads as "").
+func (f *Fields) Str() (string, error) {
+	n, isNil, err := f.expect('s', "a str")
+	if err != nil || isNil {
+		return "", err
+	}
+	b, _ := f.d.take(n) // length checked by header
+	if n <= maxInternLen {
+		if v, ok := interned[string(b)]; ok {
+			return v.(string), nil
+		}
+	}
+	return string(b), nil
+}
+
+// Bin reads a bin value (copied; nil reads as nil).
+func (f *Fields) Bin() ([]byte, error) {
+	n, isNil, err := f.expect('b', "a bin")
+	if err != nil || isNil {
+		return nil, err
+	}
+	b, _ := f.d.take(n) // length checked by header
+	return append([]byte(nil), b...), nil
+}
+
+// Value decodes a value generically, as Decode would without blobs (a
+// blob marker inside is an error: the fast path is for ops without them).
+func (f *Fields) Value() (any, error) {
+	f.d.frames, f.d.nextFree = noFrames, 1 // markers resolve against no frame: an error
+	v, err := f.d.value(1)
+	return v, wrapDecode(err)
+}
+
+// Array reads an array header: the items follow, read with the same
+// methods (nil reads as an empty array).
+func (f *Fields) Array() (int, error) {
+	n, _, err := f.expect('a', "an array")
+	return n, err
+}
+
+// MapInto reads a map value into sub, a Fields over its entries (the
+// caller's, so that a nested map costs no allocation); f continues after
+// the map whether or not sub's entries are read.
+func (f *Fields) MapInto(sub *Fields) error {
+	kind, n, err := f.d.header()
+	switch {
+	case err != nil:
+		return wrapDecode(err)
+	case kind != 'm':
+		return fmt.Errorf("%w: not a map", ErrDecode)
+	}
+	start := f.d.pos
+	for i := 0; i < 2*n; i++ {
+		if err := f.d.skip(2); err != nil {
+			return wrapDecode(err)
+		}
+	}
+	*sub = Fields{d: decoder{buf: f.d.buf[start:f.d.pos]}, left: n}
+	return nil
+}
+
+// int64Of finishes an integer whose code header returned, without boxing
+// it (integer's any would allocate for most values); a uint64 beyond int64
+// is an error.
+func (d *decoder) int64Of(c int) (int64, error) {
+	if c <= 0x7f || c >= 0xe0 {
+		return fixint(c), nil
+	}
+	u, width, err := d.intBits(c)
+	switch {
+	case err != nil:
+		return 0, wrapDecode(err)
+	case c > mpUint64:
+		return signExtend(u, width), nil
+	case u > math.MaxInt64:
+		return 0, fmt.Errorf("%w: integer beyond int64", ErrDecode)
+	}
+	return int64(u), nil
+}
+
+// noFrames is a message of frame 0 alone, for Value's decoder.
+var noFrames = [][]byte{nil}
+
+func wrapDecode(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %v", ErrDecode, err)
+}

@@ -1,0 +1,131 @@
+package protocol
+
+import (
+	"bytes"
+	"testing"
+)
+
+// SplitBatch returns each item's own bytes, for a list and for a lone
+// dict, and fails (never panics) on a message cut anywhere.
+func TestSplitBatch(t *testing.T) {
+	items := []any{NewMap("op", "a", "n", int64(1)), "OK", NewMap("op", "b", "x", []any{1.5, nil})}
+	frames, err := Encode(items, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raws, err := SplitBatch(frames[0])
+	if err != nil || len(raws) != 3 {
+		t.Fatalf("%d items, %v; want 3", len(raws), err)
+	}
+	for i, it := range items {
+		want, _ := Encode(it, nil)
+		if !bytes.Equal(raws[i], want[0]) {
+			t.Errorf("item %d: %x, want %x", i, raws[i], want[0])
+		}
+	}
+	one, _ := Encode(items[0], nil)
+	if raws, err := SplitBatch(one[0]); err != nil || len(raws) != 1 || !bytes.Equal(raws[0], one[0]) {
+		t.Fatalf("a lone dict: %d items, %v", len(raws), err)
+	}
+	for cut := range len(frames[0]) {
+		if _, err := SplitBatch(frames[0][:cut]); err == nil {
+			t.Fatalf("a batch cut at %d of %d bytes was accepted", cut, len(frames[0]))
+		}
+	}
+	if _, err := SplitBatch(append(bytes.Clone(frames[0]), 0xc0)); err == nil {
+		t.Fatal("trailing bytes accepted")
+	}
+}
+
+// DecodeElement resolves blob markers against the message's frames, in
+// order, as Decode does for the whole message.
+func TestDecodeElementResolvesBlobs(t *testing.T) {
+	msg := []any{NewMap("op", "x", "v", NewPickled([]byte("p1"), []byte("buf"))), NewMap("op", "y", "v", NewPickled([]byte("p2")))}
+	frames, err := Encode(msg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raws, err := SplitBatch(frames[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := int64(1)
+	for i, raw := range raws {
+		v, err := DecodeElement(frames, raw, &from)
+		if err != nil {
+			t.Fatalf("item %d: %v", i, err)
+		}
+		if _, ok := v.(*Map).Get("v").(*Blob); !ok {
+			t.Fatalf("item %d: no blob", i)
+		}
+	}
+	if from != int64(len(frames)) {
+		t.Fatalf("blobs claimed frames up to %d, want %d", from, len(frames))
+	}
+}
+
+// Fields' typed readers refuse other types and never panic on cut input.
+func TestFieldsTypes(t *testing.T) {
+	frames, _ := Encode(NewMap("i", int64(-70000), "f", 2.5, "s", "str", "b", []byte{1}, "n", nil, "big", uint64(1<<63)), nil)
+	f, err := NewFields(frames[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		k, more, err := f.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !more {
+			break
+		}
+		switch string(k) {
+		case "i":
+			if v, err := f.Int(); v != -70000 || err != nil {
+				t.Fatalf("i = %d, %v", v, err)
+			}
+		case "f":
+			if v, err := f.Float(); v != 2.5 || err != nil {
+				t.Fatalf("f = %v, %v", v, err)
+			}
+		case "s":
+			if v, err := f.Str(); v != "str" || err != nil {
+				t.Fatalf("s = %q, %v", v, err)
+			}
+		case "b":
+			if v, err := f.Bin(); !bytes.Equal(v, []byte{1}) || err != nil {
+				t.Fatalf("b = %v, %v", v, err)
+			}
+		case "n":
+			if v, err := f.Float(); v != 0 || err != nil {
+				t.Fatalf("n = %v, %v", v, err)
+			}
+		case "big": // last: after an error the Fields is not read on
+			if _, err := f.Int(); err == nil {
+				t.Fatal("2^63 read as an int64")
+			}
+		}
+	}
+	one, _ := Encode(NewMap("f", 2.5), nil)
+	g, _ := NewFields(one[0])
+	if _, _, err := g.Next(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Int(); err == nil {
+		t.Fatal("a float read as an int")
+	}
+	for cut := range len(frames[0]) {
+		f, err := NewFields(frames[0][:cut])
+		if err != nil {
+			continue
+		}
+		for i := 0; i < 10; i++ {
+			if _, more, err := f.Next(); err != nil || !more {
+				break
+			}
+			if f.Skip() != nil {
+				break
+			}
+		}
+	}
+}
