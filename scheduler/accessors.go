@@ -127,6 +127,9 @@ func (s *State) Task(k protocol.Key) *TaskState { return s.tasks[k] }
 // NumTasks is the number of known tasks.
 func (s *State) NumTasks() int { return len(s.tasks) }
 
+// NumWorkers is len(workers), for register-worker's heartbeat-interval.
+func (s *State) NumWorkers() int { return len(s.workers) }
+
 // Count is the number of tasks in status st.
 func (s *State) Count(st Status) int {
 	n := 0

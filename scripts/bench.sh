@@ -12,4 +12,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh >&2  # venv, pinned packages, bin/dask-go-scheduler (idempotent)
 go build -o bin/dask-go-zero-worker ./cmd/dask-go-zero-worker
+# many-connections holds 10,000 workers: a socket each in the scheduler,
+# two in the zero workers. Raise the fd limit where allowed (root here);
+# many_connections.py stops with a clear error if it is still too low.
+ulimit -Hn 65536 2>/dev/null || true
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 exec .venv/bin/python scripts/bench/harness.py "$@"

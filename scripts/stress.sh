@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The stress suite at full scale (issue 17): soak, worker SIGKILL loop,
 # SIGSTOP past worker-ttl, 100 concurrent clients, a client killed holding
-# futures, the helper killed mid-graph, garbage on the port. Each case runs
+# futures, the helper killed mid-graph, garbage on the port; and (issue 31)
+# fan-out to 200 workers through a pool of 8 connections, a storm of 1,000
+# stock workers connecting at once then all SIGKILLed while a client
+# computes, and a worker flooding heartbeats. Each case runs
 # against its own Go scheduler and stock workers; the rows (runs, failures,
 # lost or wrong results, RSS, goroutines, fds) go to
 # scripts/bench/results/stress/stress.{jsonl,md}. The normal test command

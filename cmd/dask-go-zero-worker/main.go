@@ -37,7 +37,7 @@ import (
 
 type options struct {
 	scheduler, schedulerFile, host, name, versionsFile, firstTaskFile, logLevel string
-	workers, nthreads                                                           int
+	workers, nthreads, heartbeatConns, heartbeatFlood                           int
 	memoryLimit                                                                 int64
 	taskDuration                                                                time.Duration
 }
@@ -55,6 +55,8 @@ func main() {
 	flag.StringVar(&o.firstTaskFile, "first-task-file", "", "write the Unix time of the first compute-task received here")
 	flag.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	flag.DurationVar(&o.taskDuration, "task-duration", 0, "if > 0, each of a worker's --nthreads threads runs its tasks one after another, each taking this long, as a stock worker's threads do (0: finish each task on arrival)")
+	flag.IntVar(&o.heartbeatConns, "heartbeat-conns", 0, "if > 0, the process's workers heartbeat over this many shared connections instead of one each (10,000 workers on one machine: see heartbeat.go)")
+	flag.IntVar(&o.heartbeatFlood, "heartbeat-flood", 0, "if > 0, each worker also sends heartbeats back to back on this many connections of its own (a misbehaving worker, for stress tests)")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintf(os.Stderr, "dask-go-zero-worker: %v\n", err)
@@ -82,9 +84,20 @@ func run(o options) error {
 		return err
 	}
 	probe := &firstTask{path: o.firstTaskFile}
+	own := func(ctx context.Context) (heartbeatCaller, error) { return dialOwn(ctx, addr) }
+	var shared *sharedConns
+	if o.heartbeatConns > 0 {
+		shared = newSharedConns(addr, o.heartbeatConns)
+		defer shared.closeAll()
+	}
 	var wg sync.WaitGroup
 	errs := make([]error, o.workers)
 	for i := range o.workers {
+		hb := own
+		if shared != nil {
+			caller := shared.forWorker(i)
+			hb = func(context.Context) (heartbeatCaller, error) { return caller, nil }
+		}
 		cfg := workerConfig{
 			scheduler:   addr,
 			host:        o.host,
@@ -94,6 +107,8 @@ func run(o options) error {
 			versions:    versions,
 			firstTask:   probe,
 			duration:    o.taskDuration,
+			heartbeats:  hb,
+			flood:       o.heartbeatFlood,
 			log:         log.With().Str("worker", fmt.Sprintf("%s-%d", o.name, i)).Logger(),
 		}
 		wg.Add(1)

@@ -11,17 +11,18 @@ import (
 )
 
 // heartbeats is Worker.heartbeat: a heartbeat_worker RPC on its own
-// connection, first after one interval, then at the interval each reply
-// dictates. A "missing" reply (the scheduler forgot us) ends the worker.
+// connection (or a shared one, --heartbeat-conns), first after one
+// interval, then at the interval each reply dictates. A "missing" reply
+// (the scheduler forgot us) ends the worker.
 func (w *worker) heartbeats(ctx context.Context, interval time.Duration) error {
-	conn, err := comm.Dial(ctx, w.cfg.scheduler, nil)
+	conn, err := w.cfg.heartbeats(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
 		return fmt.Errorf("heartbeat connection: %w", err)
 	}
-	defer conn.Close()
+	defer conn.close()
 	for {
 		select {
 		case <-ctx.Done():
@@ -29,15 +30,7 @@ func (w *worker) heartbeats(ctx context.Context, interval time.Duration) error {
 		case <-time.After(interval):
 		}
 		callCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		reply, err := conn.Call(callCtx, protocol.NewMap(
-			"op", "heartbeat_worker",
-			"address", w.address,
-			"now", unixNow(),
-			"metrics", w.metrics(),
-			"executing", protocol.NewMap(),
-			"extensions", protocol.NewMap(),
-			"reply", true,
-		))
+		reply, err := conn.call(callCtx, w.heartbeatMsg())
 		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
@@ -50,6 +43,38 @@ func (w *worker) heartbeats(ctx context.Context, interval time.Duration) error {
 			return fmt.Errorf("heartbeat: scheduler says this worker is missing")
 		}
 		interval = heartbeatInterval(m.Get("heartbeat-interval"), interval)
+	}
+}
+
+func (w *worker) heartbeatMsg() *protocol.Map {
+	w.heartbeatsSent.Add(1)
+	return protocol.NewMap(
+		"op", "heartbeat_worker",
+		"address", w.address,
+		"now", unixNow(),
+		"metrics", w.metrics(),
+		"executing", protocol.NewMap(),
+		"extensions", protocol.NewMap(),
+		"reply", true,
+	)
+}
+
+// flood is --heartbeat-flood: heartbeat_worker RPCs back to back on a
+// connection of its own, each sent the moment the last reply came, until
+// ctx ends: a misbehaving worker for the stress suite's fairness case.
+func (w *worker) flood(ctx context.Context) {
+	conn, err := dialOwn(ctx, w.cfg.scheduler)
+	if err != nil {
+		return
+	}
+	defer conn.close()
+	for ctx.Err() == nil {
+		callCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		_, err := conn.call(callCtx, w.heartbeatMsg())
+		cancel()
+		if err != nil {
+			return
+		}
 	}
 }
 

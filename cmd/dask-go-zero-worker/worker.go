@@ -38,7 +38,11 @@ type workerConfig struct {
 	versions    any
 	firstTask   *firstTask
 	duration    time.Duration // > 0: tasks run on nthreads "threads", this long each
+	flood       int           // > 0: this many connections each send heartbeats back to back
 	log         zerolog.Logger
+	// heartbeats gives the worker its heartbeat connection: its own
+	// (dialOwn) or one of the process's shared ones (sharedConns)
+	heartbeats func(ctx context.Context) (heartbeatCaller, error)
 }
 
 // worker is one fake worker. The read loop owns the scheduler stream's
@@ -52,8 +56,9 @@ type worker struct {
 	mu   sync.Mutex
 	held map[protocol.Key]struct{}
 
-	finished atomic.Int64 // tasks answered
-	served   atomic.Int64 // keys served by get_data
+	finished       atomic.Int64 // tasks answered
+	heartbeatsSent atomic.Int64
+	served         atomic.Int64 // keys served by get_data
 
 	ready chan *protocol.Map // compute-tasks waiting for a thread (duration > 0)
 }
@@ -110,6 +115,10 @@ func runWorker(ctx context.Context, cfg workerConfig) error {
 			go func() { defer threads.Done(); w.thread(hbCtx) }()
 		}
 	}
+	for range cfg.flood {
+		threads.Add(1)
+		go func() { defer threads.Done(); w.flood(hbCtx) }()
+	}
 	defer threads.Wait() // after hbCancel below ends them
 	// On SIGTERM leave like a stock worker: "closing", then close-stream.
 	stopLeave := context.AfterFunc(ctx, func() { w.leave(conn) })
@@ -118,7 +127,8 @@ func runWorker(ctx context.Context, cfg workerConfig) error {
 	stopLeave()
 	hbCancel()
 	hbErr := <-hbDone
-	cfg.log.Info().Int64("tasks", w.finished.Load()).Int64("served", w.served.Load()).Msg("worker done")
+	cfg.log.Info().Int64("tasks", w.finished.Load()).Int64("served", w.served.Load()).
+		Int64("heartbeats", w.heartbeatsSent.Load()).Msg("worker done")
 	if ctx.Err() != nil || loopErr == nil {
 		return nil // we were asked to stop, or the scheduler closed us
 	}

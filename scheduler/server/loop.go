@@ -149,7 +149,7 @@ func (l *loop) onTick(t *scheduler.Tick) {
 	if late := now.Sub(t.At).Nanoseconds(); late > c.tickMaxNanos.Load() {
 		c.tickMaxNanos.Store(late)
 	}
-	l.srv.snap.Store(l.state.Snapshot())
+	l.srv.snap.onTick(l.state, now)
 	l.srv.checkIdleTimeout(now, l.state.IdleSince())
 }
 

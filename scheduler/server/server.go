@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -111,8 +110,8 @@ type Server struct {
 
 	statusSubs statusSubscribers // subscribe_worker_status streams (membership.go)
 	counters   counters
-	snap       atomic.Pointer[scheduler.Snapshot] // the last published (web.Backend)
-	idleOnce   sync.Once                          // the idle timeout's shutdown
+	snap       snapshots // the engine's view for the HTTP routes (web.go)
+	idleOnce   sync.Once // the idle timeout's shutdown
 }
 
 // Start listens, starts the materializer and the engine loop, and serves.

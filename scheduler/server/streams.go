@@ -193,7 +193,7 @@ func (s *Server) registerWorker(ctx context.Context, req *comm.Request) (any, er
 	var plugins *protocol.Map
 	if err := s.loop.query(ctx, func(st *scheduler.State) {
 		refused = st.CheckNewWorker(aw.Address, aw.Name)
-		nWorkers = len(st.WorkerAddresses())
+		nWorkers = st.NumWorkers() // not len(WorkerAddresses()): O(1), not a slice per registration
 		plugins = st.Plugins(scheduler.WorkerPlugin)
 	}); err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"daskgo/compat"
@@ -13,22 +14,55 @@ import (
 
 // The HTTP server on the dashboard address (package web) reads the
 // engine's view through this Backend: the snapshot the loop publishes on
-// every tick, and one engine request per RPC-like route.
+// its ticks while someone reads it (snapshots), and one engine request per
+// RPC-like route.
 
 type webBackend struct{ s *Server }
 
 var _ web.Backend = webBackend{}
 
+// snapshots holds the engine's view for the HTTP routes. The loop builds
+// one on a tick only if a route read the last one since the previous
+// build: a build costs a WorkerView per worker and a sort (issue 31: at
+// 1,000 workers the dashboard nobody watches was rebuilt twice a second).
+// A read that finds the snapshot older than two ticks (nobody read for a
+// while) builds one on the loop at once, so a reader never sees a stale
+// view; an open dashboard page reads every eventPoll and keeps the ticks
+// building. Invariant: cur is nil only before the first build.
+type snapshots struct {
+	cur     atomic.Pointer[scheduler.Snapshot]
+	builtAt atomic.Int64 // Clock time of cur's build, unix nanoseconds
+	read    atomic.Bool  // a route read cur since it was built
+}
+
+// onTick runs on the loop: rebuild if the last snapshot was read.
+func (p *snapshots) onTick(st *scheduler.State, now time.Time) {
+	if p.read.Swap(false) || p.cur.Load() == nil {
+		p.store(st.Snapshot(), now)
+	}
+}
+
+func (p *snapshots) store(snap *scheduler.Snapshot, now time.Time) {
+	p.cur.Store(snap)
+	p.builtAt.Store(now.UnixNano())
+}
+
 func (b webBackend) Snapshot() *scheduler.Snapshot {
-	if snap := b.s.snap.Load(); snap != nil {
+	p := &b.s.snap
+	p.read.Store(true)
+	now := b.s.clock.Now()
+	if snap := p.cur.Load(); snap != nil && now.UnixNano()-p.builtAt.Load() <= 2*int64(b.s.cfg.TickEvery) {
 		return snap
 	}
-	// before the first tick: take one now
+	// before the first tick, or nobody read for a while: take one now
 	var snap *scheduler.Snapshot
 	if err := b.s.loop.query(b.s.ctx, func(st *scheduler.State) { snap = st.Snapshot() }); err != nil || snap == nil {
+		if old := p.cur.Load(); old != nil {
+			return old
+		}
 		return &scheduler.Snapshot{}
 	}
-	b.s.snap.CompareAndSwap(nil, snap)
+	p.store(snap, now)
 	return snap
 }
 

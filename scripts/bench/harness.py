@@ -9,6 +9,8 @@ the same workloads, stock workers and stock Client (issue 5).
     scripts/bench.sh --workloads stealing     # work stealing on and off, Go and Python (scripts/bench/stealing.py)
     scripts/bench.sh --workloads latency      # round trips of small computations (scripts/bench/latency.py)
     scripts/bench.sh --workloads dask-tests   # dask's array tests through each scheduler (scripts/bench/dask_tests.py)
+    scripts/bench.sh --workloads many-workers # 2 to 1,000 stock workers on one scheduler (scripts/bench/many_workers.py)
+    scripts/bench.sh --workloads many-connections  # 10,000 fake workers held 10 min (scripts/bench/many_connections.py)
 
 For every (workload, configuration, repetition) it records wall time, the
 worker processes' summed RSS every 100 ms (psutil, from outside) and its
@@ -42,6 +44,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import dask_tests  # noqa: E402
 import graph_path  # noqa: E402
 import latency  # noqa: E402
+import many_connections  # noqa: E402
+import many_workers  # noqa: E402
 import overhead  # noqa: E402
 import stealing  # noqa: E402
 import waiting  # noqa: E402
@@ -252,6 +256,30 @@ def parse_args(argv=None):
                     help=f"with --workloads stealing: configurations of {', '.join(stealing.CONFIGS)}")
     ap.add_argument("--latency-cases", default=",".join(latency.DEFAULT_CASES),
                     help=f"with --workloads latency: cases of {', '.join(latency.CASES)}")
+    ap.add_argument("--many-workers-sizes", default=",".join(map(str, many_workers.DEFAULT_SIZES)),
+                    help="with --workloads many-workers: numbers of workers (smoke: "
+                         f"{','.join(map(str, many_workers.SMOKE_SIZES))})")
+    ap.add_argument("--many-workers-idle", type=float, default=None,
+                    help="with --workloads many-workers: idle window, seconds (default 30; smoke 3)")
+    ap.add_argument("--many-workers-map", type=int, default=None,
+                    help="with --workloads many-workers: tasks of the client.map (default 20000; smoke 500)")
+    ap.add_argument("--many-workers-schedulers", default="py,go",
+                    help="with --workloads many-workers: which schedulers (default py,go; go alone is for profiling)")
+    ap.add_argument("--many-workers-merge", type=Path, action="append", default=[],
+                    help="with --workloads many-workers: a many-workers.json of an earlier invocation whose runs "
+                         "join this one's tables (repeatable)")
+    ap.add_argument("--many-connections-workers", type=int, default=None,
+                    help="with --workloads many-connections: fake workers (default 10000; smoke 200)")
+    ap.add_argument("--many-connections-hold", type=float, default=None,
+                    help="with --workloads many-connections: seconds held once registered (default 600; smoke 10)")
+    ap.add_argument("--many-connections-procs", type=int, default=None,
+                    help="with --workloads many-connections: zero-worker processes (default 5; smoke 1)")
+    ap.add_argument("--many-connections-poll", type=float, default=None,
+                    help="with --workloads many-connections: seconds between samples (default 30; smoke 5)")
+    ap.add_argument("--many-connections-hb-conns", type=int, default=20,
+                    help="with --workloads many-connections: shared heartbeat connections per process (default 20)")
+    ap.add_argument("--many-connections-repetitions", type=int, default=1,
+                    help="with --workloads many-connections: runs (default 1: each holds for minutes)")
     ap.add_argument("--dask-tests-files", default=",".join(dask_tests.DEFAULT_FILES),
                     help="with --workloads dask-tests: test files of dask/array/tests")
     ap.add_argument("--profile", type=Path, default=None,
@@ -270,6 +298,25 @@ def parse_args(argv=None):
     args.stealing = pick_cases(ap, args, stealing, "stealing_cases")
     args.latency = pick_cases(ap, args, latency, "latency_cases")
     args.dask_tests = dask_tests.NAME in args.workloads
+    args.many_connections = many_connections.NAME in args.workloads
+    if args.many_connections:
+        args.workloads.remove(many_connections.NAME)
+        args.no_overhead = args.no_overhead or not args.workloads
+        for attr, full, smoke in (("workers", 10_000, 200), ("hold", 600.0, 10.0), ("procs", 5, 1), ("poll", 30.0, 5.0)):
+            if getattr(args, f"many_connections_{attr}") is None:
+                setattr(args, f"many_connections_{attr}", smoke if args.smoke else full)
+    args.many_workers = many_workers.NAME in args.workloads
+    if args.many_workers:
+        args.workloads.remove(many_workers.NAME)
+        args.no_overhead = args.no_overhead or not args.workloads
+        smoke_sizes = ",".join(map(str, many_workers.SMOKE_SIZES))
+        default_sizes = ",".join(map(str, many_workers.DEFAULT_SIZES))
+        sizes = smoke_sizes if args.smoke and args.many_workers_sizes == default_sizes else args.many_workers_sizes
+        args.many_workers_sizes = [int(n) for n in sizes.split(",") if n]
+        if args.many_workers_idle is None:
+            args.many_workers_idle = 3.0 if args.smoke else 30.0
+        if args.many_workers_map is None:
+            args.many_workers_map = 500 if args.smoke else 20_000
     if args.dask_tests:
         args.workloads.remove(dask_tests.NAME)
         args.no_overhead = args.no_overhead or not args.workloads
@@ -348,6 +395,20 @@ def main(argv=None) -> int:
                               on_record=lambda r: latency.write(out, r, machine))
         latency.write(out, lat, machine)
         paths += lat
+    if args.many_workers:
+        mw = many_workers.run_all(
+            tmp, args.many_workers_sizes, args.repetitions, args.many_workers_idle, args.many_workers_map,
+            timeout=args.timeout, on_record=lambda r: many_workers.write(out, r, machine, args.many_workers_merge),
+            profile=args.profile, schedulers=tuple(k for k in args.many_workers_schedulers.split(",") if k))
+        many_workers.write(out, mw, machine, args.many_workers_merge)
+        paths += mw
+    if args.many_connections:
+        mc = many_connections.run_all(
+            tmp, args.many_connections_workers, args.many_connections_procs, args.many_connections_hold,
+            args.many_connections_poll, args.many_connections_hb_conns, args.many_connections_repetitions,
+            on_record=lambda r: many_connections.write(out, r, machine), profile=args.profile)
+        many_connections.write(out, mc, machine)
+        paths += mc
     if args.dask_tests:
         files = [f for f in args.dask_tests_files.split(",") if f]
         runs = dask_tests.run_all(tmp, files[:1] if args.smoke else files, ["py", "go"], 0 if args.smoke else 5)

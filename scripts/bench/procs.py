@@ -162,6 +162,18 @@ def run_interleaved(tmp: Path, name: str, cases: list[str], repetitions: int, ki
     return results
 
 
+def record_failure(rec: dict, error: BaseException, failures_log: Path, title: str, logs: str) -> None:
+    """Marks a benchmark record failed with the error and its traceback, and
+    appends both with the run's logs to failures_log."""
+    import traceback
+
+    rec["ok"] = False
+    rec["error"] = f"{type(error).__name__}: {error}"
+    rec["traceback"] = traceback.format_exc()
+    with failures_log.open("a") as f:
+        f.write(f"=== {title}\n{rec['traceback']}\n{logs}\n")
+
+
 def tail(path: Path, n: int = 3000) -> str:
     try:
         return path.read_text(errors="replace")[-n:]

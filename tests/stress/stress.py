@@ -226,6 +226,12 @@ class WorkerHosts:
 
     def start(self, address: str, n: int, prefix: str, *extra: str, timeout: float = 300):
         """Starts one host of n workers and waits for its "ready" line."""
+        proc = self.launch(address, n, prefix, *extra)
+        self.wait_ready(proc, prefix, timeout)
+        return proc
+
+    def launch(self, address: str, n: int, prefix: str, *extra: str):
+        """Starts one host of n workers without waiting for it."""
         import subprocess
         import sys
         from pathlib import Path
@@ -235,14 +241,30 @@ class WorkerHosts:
         proc = subprocess.Popen([sys.executable, str(script), address, str(n), prefix, *extra],
                                 stdout=subprocess.PIPE, stderr=log, env=self.env)
         self.procs.append(proc)
+        return proc
+
+    def wait_ready(self, proc, prefix: str, timeout: float = 300) -> None:
+        """Waits for a launched host's "ready" line."""
+        from pathlib import Path
+
         deadline = time.monotonic() + timeout
         line = b""
         while time.monotonic() < deadline and proc.poll() is None:
             line = proc.stdout.readline()
             if line.startswith(b"ready"):
-                return proc
+                return
         raise RuntimeError(f"worker host {prefix} not ready (exit {proc.poll()}, said {line!r}); "
                            f"log: {(Path(self.tmp) / f'host-{prefix}.log').read_text(errors='replace')[-2000:]}")
+
+    def kill_all(self) -> None:
+        """SIGKILLs every host at once: all their workers vanish without a word."""
+        import signal
+
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGKILL)
+        for proc in self.procs:
+            proc.wait(30)
 
     def stop(self) -> None:
         from cluster import stop

@@ -6,7 +6,9 @@ on a 2-core machine, a thousand Worker objects on a few event loops do.
 
 Starts N workers named NAME_PREFIX-0 .. NAME_PREFIX-(N-1), no nanny, on
 127.0.0.1, prints "ready N" once all have registered, and closes them all on
-SIGTERM or SIGINT. A worker that fails to start ends the process with its
+SIGTERM or SIGINT. With --go-on-stdin it first prints "imported" and waits
+for a line on stdin before starting any worker: a benchmark times the
+registrations of many hosts from one instant, without their start-up. A worker that fails to start ends the process with its
 error (exit 1); nothing is skipped silently.
 """
 
@@ -22,11 +24,15 @@ from distributed import Worker
 
 
 async def main(address: str, n: int, prefix: str, nthreads: int, memory_limit: str,
-               start_batch: int) -> int:
+               start_batch: int, go_on_stdin: bool) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    if go_on_stdin:
+        print("imported", flush=True)
+        if not await loop.run_in_executor(None, sys.stdin.readline):
+            return 1  # the benchmark went away before saying go
     workers: list[Worker] = []
     with tempfile.TemporaryDirectory(prefix=f"{prefix}-") as tmp:
         try:
@@ -52,5 +58,8 @@ if __name__ == "__main__":
     ap.add_argument("--memory-limit", default="1GiB")
     ap.add_argument("--start-batch", type=int, default=25,
                     help="workers started concurrently (registration storms use n)")
+    ap.add_argument("--go-on-stdin", action="store_true",
+                    help='print "imported", then start the workers on a line from stdin')
     a = ap.parse_args()
-    sys.exit(asyncio.run(main(a.address, a.n, a.prefix, a.nthreads, a.memory_limit, a.start_batch)))
+    sys.exit(asyncio.run(main(a.address, a.n, a.prefix, a.nthreads, a.memory_limit, a.start_batch,
+                              a.go_on_stdin)))

@@ -24,7 +24,9 @@
 //
 // Invariants: a handler never touches the engine. It reads the Snapshot
 // the engine published on its last tick (Backend.Snapshot, an atomic
-// load), or calls one of Backend's RPC-like methods (retire_workers and
+// load; the engine builds one on a tick only while routes read it, and a
+// read after a quiet spell has one built on the spot, so it is never more
+// than two ticks old), or calls one of Backend's RPC-like methods (retire_workers and
 // the like: one request to the engine each, not one per task). Every
 // connection has deadlines (a slow or abandoned client cannot hold a
 // goroutine): read timeouts on every request, a write timeout on every
