@@ -48,6 +48,9 @@ type Result struct {
 	Spill        bool  `json:"spill,omitempty"`
 	// ReplicasDropped counts replicas workers released on remove-replicas.
 	ReplicasDropped int64 `json:"replicas_dropped,omitempty"`
+	// OutboxDigest: with Config.Digest, a hash of everything the engine
+	// decided (digest.go).
+	OutboxDigest string `json:"outbox_digest,omitempty"`
 	// PeakTrace: with Config.TracePeak, the cluster's data at its peak.
 	PeakTrace *PeakTrace `json:"peak_trace,omitempty"`
 	// The calibrated model's terms (Config), recorded with each run.

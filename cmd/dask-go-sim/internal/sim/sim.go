@@ -37,6 +37,9 @@ type Config struct {
 	Validate bool
 	// TracePeak records what the cluster held at its peak (Result.PeakTrace).
 	TracePeak bool
+	// Digest hashes every outbox and the final transition log
+	// (Result.OutboxDigest, digest.go).
+	Digest bool
 	// Stealing turns the engine's work stealing on: a StealTick every
 	// StealInterval seconds (default 1, distributed's work-stealing-interval)
 	// and workers that answer steal-request as stock workers do. Off, the
@@ -203,6 +206,7 @@ type Sim struct {
 	cpu *cpu // Config.Cores > 0: the shared cores; nil: a core per thread
 
 	trace    *PeakTrace       // Config.TracePeak
+	digest   *outboxDigest    // Config.Digest
 	prefixes map[int32]string // task -> key prefix, filled lazily by the trace
 }
 
@@ -230,6 +234,9 @@ func Run(g *Graph, cfg Config) (*Result, error) {
 	if cfg.Cores > 0 {
 		s.cpu = newCPU(cfg.Cores, !cfg.NoGIL)
 	}
+	if cfg.Digest {
+		s.digest = newOutboxDigest()
+	}
 	s.start()
 	for e := s.clk.next(); e != nil && s.failed == nil; e = s.clk.next() {
 		s.step(e)
@@ -241,7 +248,14 @@ func Run(g *Graph, cfg Config) (*Result, error) {
 		return nil, fmt.Errorf("%w: %d of %d wanted keys never reached memory (t=%.3fs)",
 			ErrStuck, s.remaining, len(s.wanted), s.clk.now)
 	}
-	return s.result(time.Since(wall)), nil
+	r := s.result(time.Since(wall))
+	if s.digest != nil {
+		var err error
+		if r.OutboxDigest, err = s.digest.sum(s.eng); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
 }
 
 func (s *Sim) at(t float64) time.Time { return s.epoch.Add(time.Duration(t * float64(time.Second))) }
@@ -316,6 +330,9 @@ func (s *Sim) handle(st scheduler.Stimulus) scheduler.Outbox {
 	out := s.eng.Handle(st)
 	s.engineCPU += threadCPU() - c0
 	s.handles++
+	if s.digest != nil {
+		s.digest.outbox(&out)
+	}
 	s.dispatch(out)
 	return out
 }
