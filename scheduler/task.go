@@ -297,11 +297,18 @@ type TaskGroup struct {
 
 func (s *State) newTask(key protocol.Key, spec *GraphTask, st Status) *TaskState {
 	str, plain := keyStr(key)
+	head, tuple := "", false
+	if !plain {
+		head, tuple = tupleHeadStr(key)
+	}
 	var kv any = str
 	var gname string
-	if plain {
+	switch {
+	case plain:
 		gname = keySplitGroupString(str)
-	} else {
+	case tuple: // key_split_group of a tuple is its first element
+		gname = head
+	default:
 		kv = key.Value()
 		gname = keySplitGroupValue(kv)
 	}
@@ -309,7 +316,12 @@ func (s *State) newTask(key protocol.Key, spec *GraphTask, st Status) *TaskState
 	if tg == nil {
 		// names may be substrings of the key: clone them so a long-lived
 		// group or prefix does not pin the key's memory
-		pname := keySplitValue(kv)
+		var pname string
+		if tuple {
+			pname = keySplitString(head) // key_split of a tuple splits its first element
+		} else {
+			pname = keySplitValue(kv)
+		}
 		tp := s.prefixes[pname]
 		if tp == nil {
 			tp = &TaskPrefix{Name: strings.Clone(pname), durationAverage: -1, maxExecTime: -1}
