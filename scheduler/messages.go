@@ -127,28 +127,28 @@ func (s *State) computeSIDNow() any {
 func (s *State) taskToMsg(ts *TaskState) *protocol.Map {
 	s.runIDs++
 	ts.runID = s.runIDs
-	var whoHas map[protocol.Key][]string
-	var nbytes map[protocol.Key]int64
-	if n := ts.dependencies.Len(); n > 0 {
-		whoHas = make(map[protocol.Key][]string, n)
-		nbytes = make(map[protocol.Key]int64, n)
+	// key-ordered lists, not maps: encoded alike, built without hashing
+	// (protocol.KeyList); nil for a root task, which encodes as {}
+	var whoHas protocol.KeyList[[]string]
+	var nbytes protocol.KeyList[int64]
+	if deps := ts.dependencies.Items(); len(deps) > 0 {
+		whoHas = make(protocol.KeyList[[]string], len(deps))
+		nbytes = make(protocol.KeyList[int64], len(deps))
 		total := 0
-		for _, dts := range ts.dependencies.Items() {
+		for _, dts := range deps {
 			total += dts.whoHas.Len()
 		}
 		all := make([]string, 0, total) // one backing array for every dependency's holders
-		for _, dts := range ts.dependencies.Items() {
+		for i, dts := range deps {
 			start := len(all)
 			for _, ws := range dts.whoHas.Items() {
 				all = append(all, ws.Address)
 			}
-			whoHas[dts.Key] = all[start:len(all):len(all)]
-			nbytes[dts.Key] = dts.nbytes
+			whoHas[i] = protocol.KeyItem[[]string]{Key: dts.Key, Value: all[start:len(all):len(all)]}
+			nbytes[i] = protocol.KeyItem[int64]{Key: dts.Key, Value: dts.nbytes}
 		}
-	} else {
-		// typed nil maps encode as {}: no allocation for the common root task
-		whoHas = nil
-		nbytes = nil
+		protocol.SortKeyList(whoHas)
+		protocol.SortKeyList(nbytes)
 	}
 	ann := ts.annotations
 	if ann == nil {
