@@ -9,18 +9,18 @@ import (
 // sorted, whatever order it was built in.
 func TestKeyListEncodesAsMap(t *testing.T) {
 	a, b, c := StrKey("b-1"), StrKey("a-2"), mustKey(t, []any{"x", int64(3)})
-	addrs := KeyList[[]string]{{c, []string{"tcp://w:1"}}, {a, nil}, {b, []string{"tcp://w:2", "tcp://w:3"}}}
-	sizes := KeyList[int64]{{a, 8}, {c, -1}, {b, 1 << 40}}
-	SortKeyList(addrs)
-	SortKeyList(sizes)
-	for i := 1; i < len(addrs); i++ {
-		if addrs[i-1].Key >= addrs[i].Key || sizes[i-1].Key >= sizes[i].Key {
+	addrs := &KeyList[[]string]{[]KeyItem[[]string]{{c, []string{"tcp://w:1"}}, {a, nil}, {b, []string{"tcp://w:2", "tcp://w:3"}}}}
+	sizes := &KeyList[int64]{[]KeyItem[int64]{{a, 8}, {c, -1}, {b, 1 << 40}}}
+	addrs.Sort()
+	sizes.Sort()
+	for i := 1; i < addrs.Len(); i++ {
+		if addrs.Items[i-1].Key >= addrs.Items[i].Key || sizes.Items[i-1].Key >= sizes.Items[i].Key {
 			t.Fatalf("not in key order: %v %v", addrs, sizes)
 		}
 	}
 	asMaps := NewMap("who_has", map[Key][]string{a: {}, b: {"tcp://w:2", "tcp://w:3"}, c: {"tcp://w:1"}},
 		"nbytes", map[Key]int64{a: 8, b: 1 << 40, c: -1}, "none", map[Key]int64(nil))
-	asLists := NewMap("who_has", addrs, "nbytes", sizes, "none", KeyList[int64](nil))
+	asLists := NewMap("who_has", addrs, "nbytes", sizes, "none", (*KeyList[int64])(nil))
 	want, err := Encode(asMaps, nil)
 	if err != nil {
 		t.Fatal(err)

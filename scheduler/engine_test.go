@@ -44,9 +44,9 @@ func TestComputeTaskExactFields(t *testing.T) {
 		}
 	}
 	eq(t, m.Get("run_id").(int64), s.Task(k("b")).runID, "run_id")
-	wh, _ := m.Get("who_has").(protocol.KeyList[[]string]).Get(k("a"))
+	wh, _ := m.Get("who_has").(*protocol.KeyList[[]string]).Get(k("a"))
 	eqSlice(t, wh, []string{addr("w1")}, "who_has")
-	nb, _ := m.Get("nbytes").(protocol.KeyList[int64]).Get(k("a"))
+	nb, _ := m.Get("nbytes").(*protocol.KeyList[int64]).Get(k("a"))
 	eq(t, nb, int64(8), "nbytes")
 	eq(t, m.Get("run_spec").(*protocol.Blob), s.Task(k("b")).runSpec.Payload(), "run_spec is the blob")
 	eq(t, m.Get("resource_restrictions"), any(nil), "resource_restrictions")
@@ -93,7 +93,7 @@ func TestDependencyChainSendsWhoHas(t *testing.T) {
 	out = s.finish(holder, "a")
 	ct := computeTasksTo(out, holder)
 	eq(t, len(ct), 1, "b goes where a is")
-	wh, _ := ct[0].Get("who_has").(protocol.KeyList[[]string]).Get(k("a"))
+	wh, _ := ct[0].Get("who_has").(*protocol.KeyList[[]string]).Get(k("a"))
 	eqSlice(t, wh, []string{addr(holder)}, "b who_has")
 	out = s.finish(holder, "b")
 	// a is no longer needed: released (kept as a task while b exists)

@@ -56,10 +56,10 @@ func (p priority) less(q priority) bool {
 	return false
 }
 
-// wire renders the tuple as compute-task's array of numbers: integral
-// elements as ints (as Python sends them), others as floats.
-func (p priority) wire() []any {
-	out := make([]any, 3)
+// wireInto renders the tuple as compute-task's array of numbers, in the
+// message's own allocation: integral elements as ints (as Python sends
+// them), others as floats.
+func (p priority) wireInto(out *[3]any) []any {
 	for i, f := range p {
 		if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
 			out[i] = int64(f)
@@ -67,7 +67,7 @@ func (p priority) wire() []any {
 			out[i] = f
 		}
 	}
-	return out
+	return out[:]
 }
 
 // TaskState mirrors distributed.scheduler.TaskState: everything the

@@ -67,9 +67,9 @@ func (r *transcript) msgText(m *protocol.Map) string {
 	switch op {
 	case "compute-task":
 		fmt.Fprintf(&b, " prio=%s", prioText(m.Get("priority")))
-		if wh, ok := m.Get("who_has").(protocol.KeyList[[]string]); ok && len(wh) > 0 {
+		if wh, ok := m.Get("who_has").(*protocol.KeyList[[]string]); ok && wh.Len() > 0 {
 			var deps []string
-			for _, it := range wh {
+			for _, it := range wh.Items {
 				deps = append(deps, it.Key.String()+"@"+names(it.Value))
 			}
 			sort.Strings(deps)
