@@ -146,8 +146,12 @@ type computeTaskDeps struct {
 
 // taskToMsg mirrors SchedulerState._task_to_msg: a fresh run_id per send.
 func (s *State) taskToMsg(ts *TaskState) *protocol.Map {
+	if ts.runID != 0 {
+		s.runs.drop(ts.runID) // sent again (stolen): the old run is over
+	}
 	s.runIDs++
 	ts.runID = s.runIDs
+	s.runs.add(ts.runID, ts)
 	// key-ordered lists, not maps: encoded alike, built without hashing
 	// (protocol.KeyList); nil for a root task, which encodes as {}
 	var whoHas *protocol.KeyList[[]string]

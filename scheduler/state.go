@@ -56,7 +56,8 @@ type State struct {
 	generation float64
 	lastTime   float64
 
-	runIDs     int64 // TaskState._run_id_iterator
+	runIDs     int64    // TaskState._run_id_iterator
+	runs       runIndex // processing tasks by run id (runindex.go)
 	graphEpoch uint64
 	helperIDs  int64
 	pending    map[string]*pendingGraph // client -> update-graph in the materializer

@@ -89,7 +89,10 @@ func (s *State) handleTaskFinished(x *TaskFinished) {
 	if ws == nil {
 		return
 	}
-	ts := s.tasks[x.Key]
+	ts := s.runs.find(x.RunID, x.Key) // s.tasks[x.Key], without the big map's misses
+	if ts == nil {
+		ts = s.tasks[x.Key]
+	}
 	switch {
 	case ts == nil || ts.state == StatusReleased || ts.state == StatusQueued || ts.state == StatusNoWorker || ts.state == StatusErred:
 		s.toWorker(ws, msgFreeKeys([]protocol.Key{x.Key}, s.stimulusID))

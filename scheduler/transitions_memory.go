@@ -207,5 +207,6 @@ func (s *State) removeKey(ts *TaskState) {
 	}
 	ts.whoWants.Clear()
 	ts.processingOn = nil
+	s.runs.drop(ts.runID)
 	ts.clearException()
 }

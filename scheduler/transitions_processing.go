@@ -48,6 +48,7 @@ func (s *State) exitProcessingCommon(ts *TaskState) *WorkerState {
 	ws := ts.processingOn
 	ts.processingOn = nil
 	ts.viaQueuePolicy = false
+	s.runs.drop(ts.runID)
 	s.wsRemoveFromProcessing(ws, ts)
 	if ws.closed || s.workers[ws.Address] != ws {
 		return nil

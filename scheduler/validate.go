@@ -24,6 +24,23 @@ func (s *State) validateState() {
 	s.validateGroups()
 	s.validateShuffles()
 	s.validateStealing()
+	s.validateRuns()
+}
+
+// validateRuns checks runIndex's invariant: an entry is a task processing
+// under that run id, and every processing task has its entry.
+func (s *State) validateRuns() {
+	r := &s.runs
+	for i, ts := range r.items {
+		if ts != nil && (ts.runID != r.base+int64(i) || ts.state != StatusProcessing || s.tasks[ts.Key] != ts) {
+			s.broken(ts, "run index entry %d is stale (run id %d)", r.base+int64(i), ts.runID)
+		}
+	}
+	for _, ts := range s.tasks {
+		if ts.state == StatusProcessing && r.find(ts.runID, ts.Key) != ts {
+			s.broken(ts, "processing under run id %d without its run index entry", ts.runID)
+		}
+	}
 }
 
 func (s *State) broken(ts *TaskState, format string, args ...any) {

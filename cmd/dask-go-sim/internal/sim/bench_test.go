@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"runtime"
 	"testing"
 
@@ -18,8 +19,9 @@ import (
 //
 //	go test ./cmd/dask-go-sim/internal/sim -run XX -bench EngineReplay -benchmem
 func BenchmarkEngineReplay(b *testing.B) {
-	for _, spec := range []string{"tree:50000"} {
-		b.Run(spec, func(b *testing.B) { benchEngineReplay(b, spec, 1000) })
+	for _, workers := range []int{1000, 100} {
+		spec := "tree:50000"
+		b.Run(fmt.Sprintf("%s/workers=%d", spec, workers), func(b *testing.B) { benchEngineReplay(b, spec, workers) })
 	}
 }
 
