@@ -28,10 +28,10 @@ type State struct {
 	hosts       map[string]*oset[*WorkerState]
 	resources   map[string]map[string]float64 // resource -> address -> supplied
 
-	running       oset[*WorkerState]
-	idle          oset[*WorkerState]
-	idleTaskCount oset[*WorkerState]
-	saturated     oset[*WorkerState]
+	running       workerSet
+	idle          workerSet
+	idleTaskCount workerSet
+	saturated     workerSet
 
 	clients map[string]*ClientState
 	// clientOrder lists clients by registration, for "to all clients".
@@ -126,6 +126,7 @@ func New(cfg Config) *State {
 		slots:     newSlotHeap(),
 		co:        newCoAssign(),
 	}
+	s.running.role, s.idle.role, s.idleTaskCount.role, s.saturated.role = roleRunning, roleIdle, roleIdleTaskCount, roleSaturated
 	s.log.init(cfg.TransitionLogSize)
 	s.stream.max = cfg.TaskStreamLength
 	s.dashStream.max = cfg.DashboardStreamLength

@@ -193,7 +193,8 @@ func (s *State) validateWorkers() {
 	if threads != s.totalNThreads {
 		panic(fmt.Sprintf("scheduler invariant broken: total threads %d != %d", s.totalNThreads, threads))
 	}
-	for _, set := range []*oset[*WorkerState]{&s.running, &s.idle, &s.idleTaskCount, &s.saturated} {
+	for i, set := range []*workerSet{&s.running, &s.idle, &s.idleTaskCount, &s.saturated} {
+		set.validate([]string{"running", "idle", "idle_task_count", "saturated"}[i])
 		for _, ws := range set.Items() {
 			if s.workers[ws.Address] != ws {
 				panic(fmt.Sprintf("scheduler invariant broken: removed worker %s still in a worker set", ws.Address))
