@@ -98,12 +98,13 @@ type TaskState struct {
 
 	annotations    any   // verbatim, for compute-task (GraphTask.Annotations)
 	nbytes         int64 // -1 until measured
-	typeName       string
 	exceptionBlame *TaskState
 	extra          *taskExtra // nil until a rare field is set
-	// slots: the task's position in one has_what, one wants_what and one
-	// processing set, so those big sets need no hash index (taskset.go)
-	slots [numRoles - 1]setSlot
+	// slotSet, slotPos: the task's position in one has_what, one
+	// wants_what, one processing set and one stealable level, so those big
+	// sets need no hash index (taskset.go)
+	slotSet [numRoles - 1]*taskSet
+	slotPos [numRoles - 1]int32
 
 	runID    int64  // 0 = never sent
 	epoch    uint64 // == State.graphEpoch: touched by the graph being applied

@@ -117,7 +117,6 @@ func (s *State) addToMemory(ts *TaskState, ws *WorkerState, typ []byte, typeName
 		}
 	}
 	s.setState(ts, StatusMemory)
-	ts.typeName = typeName
 	if typeName != "" {
 		if ts.group.types == nil {
 			ts.group.types = map[string]int{}

@@ -97,9 +97,10 @@ func (s *State) validateTaskEdges(ts *TaskState) {
 }
 
 func (s *State) validateTaskState(ts *TaskState) {
-	for r, sl := range ts.slots {
-		if sl.set != nil && (sl.set.role != setRole(r+1) || int(sl.pos) >= len(sl.set.items) || sl.set.items[sl.pos] != ts) {
-			s.broken(ts, "stale %d-role set slot at %d", r+1, sl.pos)
+	for r, set := range ts.slotSet {
+		pos := ts.slotPos[r]
+		if set != nil && (set.role != setRole(r+1) || int(pos) >= len(set.items) || set.items[pos] != ts) {
+			s.broken(ts, "stale %d-role set slot at %d", r+1, pos)
 		}
 	}
 	if ts.state != StatusProcessing && ts.processingOn != nil {
