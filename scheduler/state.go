@@ -58,6 +58,7 @@ type State struct {
 
 	runIDs     int64    // TaskState._run_id_iterator
 	runs       runIndex // processing tasks by run id (runindex.go)
+	recent     keyCache // tasks that last reached memory, by key (keycache.go)
 	graphEpoch uint64
 	helperIDs  int64
 	pending    map[string]*pendingGraph // client -> update-graph in the materializer

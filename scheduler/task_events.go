@@ -178,7 +178,11 @@ func (s *State) addKeys(worker string, keys []protocol.Key) {
 	}
 	var redundant []protocol.Key
 	for _, k := range keys {
-		if ts := s.tasks[k]; ts != nil && ts.state == StatusMemory {
+		ts := s.recent.find(k) // s.tasks[k], without the big map's misses
+		if ts == nil {
+			ts = s.tasks[k]
+		}
+		if ts != nil && ts.state == StatusMemory {
 			s.addReplica(ts, ws)
 		} else {
 			redundant = append(redundant, k)

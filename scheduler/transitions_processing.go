@@ -87,6 +87,7 @@ func (s *State) transitionProcessingMemory(ts *TaskState, a *transArgs) {
 
 // addToMemory mirrors SchedulerState._add_to_memory.
 func (s *State) addToMemory(ts *TaskState, ws *WorkerState, typ []byte, typeName string) {
+	s.recent.put(ts)
 	s.addReplica(ts, ws)
 	deps := ts.dependents.Items()
 	if len(deps) > 1 {

@@ -27,13 +27,19 @@ func (s *State) validateState() {
 	s.validateRuns()
 }
 
-// validateRuns checks runIndex's invariant: an entry is a task processing
-// under that run id, and every processing task has its entry.
+// validateRuns checks runIndex's invariant (an entry is a task processing
+// under that run id, and every processing task has its entry) and
+// keyCache's (no forgotten task).
 func (s *State) validateRuns() {
 	r := &s.runs
 	for i, ts := range r.items {
 		if ts != nil && (ts.runID != r.base+int64(i) || ts.state != StatusProcessing || s.tasks[ts.Key] != ts) {
 			s.broken(ts, "run index entry %d is stale (run id %d)", r.base+int64(i), ts.runID)
+		}
+	}
+	for _, ts := range s.recent.slots {
+		if ts != nil && s.tasks[ts.Key] != ts {
+			s.broken(ts, "forgotten task still in the key cache")
 		}
 	}
 	for _, ts := range s.tasks {
