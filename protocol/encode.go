@@ -22,7 +22,8 @@ type EncodeOptions struct {
 // Besides the value tree types, Encode accepts: int, int32, uint32, float32,
 // Key, Raw, []string, []Key, []int64, []float64, []*Map, map[string]any
 // (written with sorted keys), map[Key]any, map[Key][]string, map[Key]int64,
-// map[string]int64.
+// map[string]int64, and *KeyList[[]string] and *KeyList[int64] (written as
+// those two maps are).
 func Encode(msg any, opts *EncodeOptions) ([][]byte, error) {
 	e := encoder{frames: make([][]byte, 1, 4)}
 	if opts != nil {
@@ -225,6 +226,19 @@ func (e *encoder) typed(v any, depth int) error {
 		e.b = appendMapLen(e.b, len(x))
 		for _, k := range sortedKeys(x) {
 			e.b = appendInt(append(e.b, k...), x[k])
+		}
+	case *KeyList[[]string]: // already in key order (keylist.go)
+		e.b = appendMapLen(e.b, x.Len())
+		for _, it := range x.items() {
+			e.b = append(e.b, it.Key...)
+			if err := e.typed(it.Value, depth+1); err != nil {
+				return err
+			}
+		}
+	case *KeyList[int64]:
+		e.b = appendMapLen(e.b, x.Len())
+		for _, it := range x.items() {
+			e.b = appendInt(append(e.b, it.Key...), it.Value)
 		}
 	default:
 		return fmt.Errorf("cannot encode Go type %T", v)

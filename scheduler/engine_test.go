@@ -44,8 +44,10 @@ func TestComputeTaskExactFields(t *testing.T) {
 		}
 	}
 	eq(t, m.Get("run_id").(int64), s.Task(k("b")).runID, "run_id")
-	eqSlice(t, m.Get("who_has").(map[protocol.Key][]string)[k("a")], []string{addr("w1")}, "who_has")
-	eq(t, m.Get("nbytes").(map[protocol.Key]int64)[k("a")], int64(8), "nbytes")
+	wh, _ := m.Get("who_has").(*protocol.KeyList[[]string]).Get(k("a"))
+	eqSlice(t, wh, []string{addr("w1")}, "who_has")
+	nb, _ := m.Get("nbytes").(*protocol.KeyList[int64]).Get(k("a"))
+	eq(t, nb, int64(8), "nbytes")
 	eq(t, m.Get("run_spec").(*protocol.Blob), s.Task(k("b")).runSpec.Payload(), "run_spec is the blob")
 	eq(t, m.Get("resource_restrictions"), any(nil), "resource_restrictions")
 	eq(t, m.Get("actor"), any(false), "actor")
@@ -91,7 +93,8 @@ func TestDependencyChainSendsWhoHas(t *testing.T) {
 	out = s.finish(holder, "a")
 	ct := computeTasksTo(out, holder)
 	eq(t, len(ct), 1, "b goes where a is")
-	eqSlice(t, ct[0].Get("who_has").(map[protocol.Key][]string)[k("a")], []string{addr(holder)}, "b who_has")
+	wh, _ := ct[0].Get("who_has").(*protocol.KeyList[[]string]).Get(k("a"))
+	eqSlice(t, wh, []string{addr(holder)}, "b who_has")
 	out = s.finish(holder, "b")
 	// a is no longer needed: released (kept as a task while b exists)
 	s.wantStatus("a", "released")

@@ -94,6 +94,47 @@ func keyStr(k protocol.Key) (string, bool) {
 	return "", false
 }
 
+// tupleHeadStr slices the first element of a tuple key whose first
+// element is a str (dask.array and dataframe keys: ("x-abc", 0, 1)) out of
+// its msgpack. key_split and key_split_group of such a key depend on that
+// element alone, and decoding the whole tuple cost about six allocations
+// per new task (BenchmarkEngineReplay).
+func tupleHeadStr(k protocol.Key) (string, bool) {
+	switch {
+	case len(k) >= 1 && k[0] > 0x90 && k[0] <= 0x9f: // fixarray, not empty
+		return strAt(k, 1)
+	case len(k) >= 3 && k[0] == 0xdc && k[1]|k[2] != 0: // array 16
+		return strAt(k, 3)
+	case len(k) >= 5 && k[0] == 0xdd && k[1]|k[2]|k[3]|k[4] != 0: // array 32
+		return strAt(k, 5)
+	}
+	return "", false
+}
+
+// strAt slices the msgpack str at k[i:], if there is one.
+func strAt(k protocol.Key, i int) (string, bool) {
+	if i >= len(k) {
+		return "", false
+	}
+	n, h := 0, 0
+	switch c := k[i]; {
+	case c >= 0xa0 && c <= 0xbf:
+		n, h = int(c-0xa0), 1
+	case c == 0xd9 && i+2 <= len(k):
+		n, h = int(k[i+1]), 2
+	case c == 0xda && i+3 <= len(k):
+		n, h = int(k[i+1])<<8|int(k[i+2]), 3
+	case c == 0xdb && i+5 <= len(k):
+		n, h = int(k[i+1])<<24|int(k[i+2])<<16|int(k[i+3])<<8|int(k[i+4]), 5
+	default:
+		return "", false
+	}
+	if i+h+n > len(k) {
+		return "", false
+	}
+	return string(k[i+h : i+h+n]), true
+}
+
 // keySplitGroup mirrors distributed.utils.key_split_group: the TaskGroup
 // name. A tuple key's group is its first element verbatim.
 func keySplitGroup(k protocol.Key) string { return keySplitGroupValue(k.Value()) }

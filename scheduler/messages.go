@@ -123,48 +123,74 @@ func (s *State) computeSIDNow() any {
 	return s.computeSID
 }
 
+// computeTaskMsg is a compute-task message in one allocation: the map, its
+// entries and the priority tuple's backing array.
+type computeTaskMsg struct {
+	m    protocol.Map
+	es   [12]protocol.Entry
+	prio [3]any
+}
+
+// computeTaskDeps is who_has and nbytes of a compute-task in one
+// allocation, with room inline for the common few dependencies and
+// holders (a tree reduction's two inputs, one holder each): a compute-task
+// was about seven allocations, a third of the engine's per task
+// (BenchmarkEngineReplay).
+type computeTaskDeps struct {
+	whoHas protocol.KeyList[[]string]
+	nbytes protocol.KeyList[int64]
+	wh     [2]protocol.KeyItem[[]string]
+	nb     [2]protocol.KeyItem[int64]
+	addrs  [2]string
+}
+
 // taskToMsg mirrors SchedulerState._task_to_msg: a fresh run_id per send.
 func (s *State) taskToMsg(ts *TaskState) *protocol.Map {
+	if ts.runID != 0 {
+		s.runs.drop(ts.runID) // sent again (stolen): the old run is over
+	}
 	s.runIDs++
 	ts.runID = s.runIDs
-	var whoHas map[protocol.Key][]string
-	var nbytes map[protocol.Key]int64
-	if n := ts.dependencies.Len(); n > 0 {
-		whoHas = make(map[protocol.Key][]string, n)
-		nbytes = make(map[protocol.Key]int64, n)
+	s.runs.add(ts.runID, ts)
+	// key-ordered lists, not maps: encoded alike, built without hashing
+	// (protocol.KeyList); nil for a root task, which encodes as {}
+	var whoHas *protocol.KeyList[[]string]
+	var nbytes *protocol.KeyList[int64]
+	if deps := ts.dependencies.Items(); len(deps) > 0 {
+		d := &computeTaskDeps{}
+		whoHas, nbytes = &d.whoHas, &d.nbytes
+		whoHas.Items, nbytes.Items = d.wh[:0], d.nb[:0]
 		total := 0
-		for _, dts := range ts.dependencies.Items() {
+		for _, dts := range deps {
 			total += dts.whoHas.Len()
 		}
-		all := make([]string, 0, total) // one backing array for every dependency's holders
-		for _, dts := range ts.dependencies.Items() {
+		all := d.addrs[:0] // one backing array for every dependency's holders
+		if total > len(d.addrs) {
+			all = make([]string, 0, total)
+		}
+		for _, dts := range deps {
 			start := len(all)
 			for _, ws := range dts.whoHas.Items() {
 				all = append(all, ws.Address)
 			}
-			whoHas[dts.Key] = all[start:len(all):len(all)]
-			nbytes[dts.Key] = dts.nbytes
+			whoHas.Items = append(whoHas.Items, protocol.KeyItem[[]string]{Key: dts.Key, Value: all[start:len(all):len(all)]})
+			nbytes.Items = append(nbytes.Items, protocol.KeyItem[int64]{Key: dts.Key, Value: dts.nbytes})
 		}
-	} else {
-		// typed nil maps encode as {}: no allocation for the common root task
-		whoHas = nil
-		nbytes = nil
+		whoHas.Sort()
+		nbytes.Sort()
 	}
 	ann := ts.annotations
 	if ann == nil {
 		ann = emptyAnnotations
 	}
-	b := &struct {
-		m  protocol.Map
-		es [12]protocol.Entry
-	}{}
+	b := &computeTaskMsg{}
 	es := b.es[:]
 	b.m.Entries = es
 	es[0] = entry("op", "compute-task")
 	es[1] = entry("key", ts.keyAny)
 	es[2] = entry("run_id", ts.runID)
 	// built per message, not held per task: most tasks are sent once
-	es[3] = entry("priority", ts.priority.wire())
+	es[3] = entry("priority", ts.priority.wireInto(&b.prio))
 	es[4] = entry("stimulus_id", s.computeSIDNow())
 	es[5] = entry("who_has", whoHas)
 	es[6] = entry("nbytes", nbytes)

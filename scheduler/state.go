@@ -28,10 +28,10 @@ type State struct {
 	hosts       map[string]*oset[*WorkerState]
 	resources   map[string]map[string]float64 // resource -> address -> supplied
 
-	running       oset[*WorkerState]
-	idle          oset[*WorkerState]
-	idleTaskCount oset[*WorkerState]
-	saturated     oset[*WorkerState]
+	running       workerSet
+	idle          workerSet
+	idleTaskCount workerSet
+	saturated     workerSet
 
 	clients map[string]*ClientState
 	// clientOrder lists clients by registration, for "to all clients".
@@ -56,7 +56,9 @@ type State struct {
 	generation float64
 	lastTime   float64
 
-	runIDs     int64 // TaskState._run_id_iterator
+	runIDs     int64    // TaskState._run_id_iterator
+	runs       runIndex // processing tasks by run id (runindex.go)
+	recent     keyCache // tasks that last reached memory, by key (keycache.go)
 	graphEpoch uint64
 	helperIDs  int64
 	pending    map[string]*pendingGraph // client -> update-graph in the materializer
@@ -125,6 +127,7 @@ func New(cfg Config) *State {
 		slots:     newSlotHeap(),
 		co:        newCoAssign(),
 	}
+	s.running.role, s.idle.role, s.idleTaskCount.role, s.saturated.role = roleRunning, roleIdle, roleIdleTaskCount, roleSaturated
 	s.log.init(cfg.TransitionLogSize)
 	s.stream.max = cfg.TaskStreamLength
 	s.dashStream.max = cfg.DashboardStreamLength

@@ -179,13 +179,13 @@ func (s *State) coLocalCheap(ts *TaskState, ws *WorkerState) bool {
 
 // stealRemove mirrors WorkStealing.remove_key_from_stealable.
 func (s *State) stealRemove(ts *TaskState) {
-	if set := ts.slots[roleStealable-1].set; set != nil {
+	if set := ts.slotSet[roleStealable-1]; set != nil {
 		set.Remove(ts)
 	}
 }
 
 // stealable reports whether ts sits in a stealable level (key_stealable).
-func (ts *TaskState) stealable() bool { return ts.slots[roleStealable-1].set != nil }
+func (ts *TaskState) stealable() bool { return ts.slotSet[roleStealable-1] != nil }
 
 // stealLevel mirrors WorkStealing.steal_time_ratio; ok is false for tasks
 // that are never stolen.
@@ -352,7 +352,7 @@ func (s *State) stealBalance() {
 			tasks := append(e.tasks[:0], set.Items()...)
 			for i := len(tasks) - 1; i >= 0 && len(thieves) > 0; i-- {
 				ts := tasks[i]
-				if ts.slots[roleStealable-1].set != set {
+				if ts.slotSet[roleStealable-1] != set {
 					continue // unreachable: only ts itself leaves set below
 				}
 				thief := s.stealThief(ts, thieves)

@@ -294,7 +294,7 @@ func (s *State) validateStealing() {
 	}
 	for _, ts := range s.tasks {
 		if ts.stealable() && (ts.state != StatusProcessing || ts.processingOn.steal == nil ||
-			ts.slots[roleStealable-1].set.role != roleStealable) {
+			ts.slotSet[roleStealable-1].role != roleStealable) {
 			s.broken(ts, "stealable outside processing")
 		}
 	}

@@ -361,7 +361,7 @@ func TestStealRelevelsOnceDurationKnown(t *testing.T) {
 	s := stealCluster(t, 10)
 	level := func(key string) int {
 		ts := s.Task(k(key))
-		set := ts.slots[roleStealable-1].set
+		set := ts.slotSet[roleStealable-1]
 		for i := range ts.processingOn.steal.levels {
 			if &ts.processingOn.steal.levels[i] == set {
 				return i

@@ -56,10 +56,10 @@ func (p priority) less(q priority) bool {
 	return false
 }
 
-// wire renders the tuple as compute-task's array of numbers: integral
-// elements as ints (as Python sends them), others as floats.
-func (p priority) wire() []any {
-	out := make([]any, 3)
+// wireInto renders the tuple as compute-task's array of numbers, in the
+// message's own allocation: integral elements as ints (as Python sends
+// them), others as floats.
+func (p priority) wireInto(out *[3]any) []any {
 	for i, f := range p {
 		if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
 			out[i] = int64(f)
@@ -67,7 +67,7 @@ func (p priority) wire() []any {
 			out[i] = f
 		}
 	}
-	return out
+	return out[:]
 }
 
 // TaskState mirrors distributed.scheduler.TaskState: everything the
@@ -98,12 +98,13 @@ type TaskState struct {
 
 	annotations    any   // verbatim, for compute-task (GraphTask.Annotations)
 	nbytes         int64 // -1 until measured
-	typeName       string
 	exceptionBlame *TaskState
 	extra          *taskExtra // nil until a rare field is set
-	// slots: the task's position in one has_what, one wants_what and one
-	// processing set, so those big sets need no hash index (taskset.go)
-	slots [numRoles - 1]setSlot
+	// slotSet, slotPos: the task's position in one has_what, one
+	// wants_what, one processing set and one stealable level, so those big
+	// sets need no hash index (taskset.go)
+	slotSet [numRoles - 1]*taskSet
+	slotPos [numRoles - 1]int32
 
 	runID    int64  // 0 = never sent
 	epoch    uint64 // == State.graphEpoch: touched by the graph being applied
@@ -297,11 +298,18 @@ type TaskGroup struct {
 
 func (s *State) newTask(key protocol.Key, spec *GraphTask, st Status) *TaskState {
 	str, plain := keyStr(key)
+	head, tuple := "", false
+	if !plain {
+		head, tuple = tupleHeadStr(key)
+	}
 	var kv any = str
 	var gname string
-	if plain {
+	switch {
+	case plain:
 		gname = keySplitGroupString(str)
-	} else {
+	case tuple: // key_split_group of a tuple is its first element
+		gname = head
+	default:
 		kv = key.Value()
 		gname = keySplitGroupValue(kv)
 	}
@@ -309,7 +317,12 @@ func (s *State) newTask(key protocol.Key, spec *GraphTask, st Status) *TaskState
 	if tg == nil {
 		// names may be substrings of the key: clone them so a long-lived
 		// group or prefix does not pin the key's memory
-		pname := keySplitValue(kv)
+		var pname string
+		if tuple {
+			pname = keySplitString(head) // key_split of a tuple splits its first element
+		} else {
+			pname = keySplitValue(kv)
+		}
 		tp := s.prefixes[pname]
 		if tp == nil {
 			tp = &TaskPrefix{Name: strings.Clone(pname), durationAverage: -1, maxExecTime: -1}

@@ -89,7 +89,10 @@ func (s *State) handleTaskFinished(x *TaskFinished) {
 	if ws == nil {
 		return
 	}
-	ts := s.tasks[x.Key]
+	ts := s.runs.find(x.RunID, x.Key) // s.tasks[x.Key], without the big map's misses
+	if ts == nil {
+		ts = s.tasks[x.Key]
+	}
 	switch {
 	case ts == nil || ts.state == StatusReleased || ts.state == StatusQueued || ts.state == StatusNoWorker || ts.state == StatusErred:
 		s.toWorker(ws, msgFreeKeys([]protocol.Key{x.Key}, s.stimulusID))
@@ -175,7 +178,11 @@ func (s *State) addKeys(worker string, keys []protocol.Key) {
 	}
 	var redundant []protocol.Key
 	for _, k := range keys {
-		if ts := s.tasks[k]; ts != nil && ts.state == StatusMemory {
+		ts := s.recent.find(k) // s.tasks[k], without the big map's misses
+		if ts == nil {
+			ts = s.tasks[k]
+		}
+		if ts != nil && ts.state == StatusMemory {
 			s.addReplica(ts, ws)
 		} else {
 			redundant = append(redundant, k)

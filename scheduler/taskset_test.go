@@ -40,8 +40,8 @@ func TestTaskSetMatchesOset(t *testing.T) {
 			set.validate(s, "set")
 		}
 		for _, x := range tasks {
-			sl := x.slots[roleHasWhat-1]
-			if sl.set != nil && sl.set.items[sl.pos] != x {
+			set, pos := x.slotSet[roleHasWhat-1], x.slotPos[roleHasWhat-1]
+			if set != nil && set.items[pos] != x {
 				t.Fatalf("step %d: stale slot", step)
 			}
 			for n, set := range sets {

@@ -67,10 +67,10 @@ func (r *transcript) msgText(m *protocol.Map) string {
 	switch op {
 	case "compute-task":
 		fmt.Fprintf(&b, " prio=%s", prioText(m.Get("priority")))
-		if wh, ok := m.Get("who_has").(map[protocol.Key][]string); ok && len(wh) > 0 {
+		if wh, ok := m.Get("who_has").(*protocol.KeyList[[]string]); ok && wh.Len() > 0 {
 			var deps []string
-			for k, ws := range wh {
-				deps = append(deps, k.String()+"@"+names(ws))
+			for _, it := range wh.Items {
+				deps = append(deps, it.Key.String()+"@"+names(it.Value))
 			}
 			sort.Strings(deps)
 			b.WriteString(" deps=" + strings.Join(deps, ","))

@@ -207,5 +207,7 @@ func (s *State) removeKey(ts *TaskState) {
 	}
 	ts.whoWants.Clear()
 	ts.processingOn = nil
+	s.runs.drop(ts.runID)
+	s.recent.drop(ts)
 	ts.clearException()
 }

@@ -48,6 +48,7 @@ func (s *State) exitProcessingCommon(ts *TaskState) *WorkerState {
 	ws := ts.processingOn
 	ts.processingOn = nil
 	ts.viaQueuePolicy = false
+	s.runs.drop(ts.runID)
 	s.wsRemoveFromProcessing(ws, ts)
 	if ws.closed || s.workers[ws.Address] != ws {
 		return nil
@@ -86,6 +87,7 @@ func (s *State) transitionProcessingMemory(ts *TaskState, a *transArgs) {
 
 // addToMemory mirrors SchedulerState._add_to_memory.
 func (s *State) addToMemory(ts *TaskState, ws *WorkerState, typ []byte, typeName string) {
+	s.recent.put(ts)
 	s.addReplica(ts, ws)
 	deps := ts.dependents.Items()
 	if len(deps) > 1 {
@@ -116,7 +118,6 @@ func (s *State) addToMemory(ts *TaskState, ws *WorkerState, typ []byte, typeName
 		}
 	}
 	s.setState(ts, StatusMemory)
-	ts.typeName = typeName
 	if typeName != "" {
 		if ts.group.types == nil {
 			ts.group.types = map[string]int{}

@@ -24,6 +24,29 @@ func (s *State) validateState() {
 	s.validateGroups()
 	s.validateShuffles()
 	s.validateStealing()
+	s.validateRuns()
+}
+
+// validateRuns checks runIndex's invariant (an entry is a task processing
+// under that run id, and every processing task has its entry) and
+// keyCache's (no forgotten task).
+func (s *State) validateRuns() {
+	r := &s.runs
+	for i, ts := range r.items {
+		if ts != nil && (ts.runID != r.base+int64(i) || ts.state != StatusProcessing || s.tasks[ts.Key] != ts) {
+			s.broken(ts, "run index entry %d is stale (run id %d)", r.base+int64(i), ts.runID)
+		}
+	}
+	for _, ts := range s.recent.slots {
+		if ts != nil && s.tasks[ts.Key] != ts {
+			s.broken(ts, "forgotten task still in the key cache")
+		}
+	}
+	for _, ts := range s.tasks {
+		if ts.state == StatusProcessing && r.find(ts.runID, ts.Key) != ts {
+			s.broken(ts, "processing under run id %d without its run index entry", ts.runID)
+		}
+	}
 }
 
 func (s *State) broken(ts *TaskState, format string, args ...any) {
@@ -80,9 +103,10 @@ func (s *State) validateTaskEdges(ts *TaskState) {
 }
 
 func (s *State) validateTaskState(ts *TaskState) {
-	for r, sl := range ts.slots {
-		if sl.set != nil && (sl.set.role != setRole(r+1) || int(sl.pos) >= len(sl.set.items) || sl.set.items[sl.pos] != ts) {
-			s.broken(ts, "stale %d-role set slot at %d", r+1, sl.pos)
+	for r, set := range ts.slotSet {
+		pos := ts.slotPos[r]
+		if set != nil && (set.role != setRole(r+1) || int(pos) >= len(set.items) || set.items[pos] != ts) {
+			s.broken(ts, "stale %d-role set slot at %d", r+1, pos)
 		}
 	}
 	if ts.state != StatusProcessing && ts.processingOn != nil {
@@ -176,7 +200,8 @@ func (s *State) validateWorkers() {
 	if threads != s.totalNThreads {
 		panic(fmt.Sprintf("scheduler invariant broken: total threads %d != %d", s.totalNThreads, threads))
 	}
-	for _, set := range []*oset[*WorkerState]{&s.running, &s.idle, &s.idleTaskCount, &s.saturated} {
+	for i, set := range []*workerSet{&s.running, &s.idle, &s.idleTaskCount, &s.saturated} {
+		set.validate([]string{"running", "idle", "idle_task_count", "saturated"}[i])
 		for _, ws := range set.Items() {
 			if s.workers[ws.Address] != ws {
 				panic(fmt.Sprintf("scheduler invariant broken: removed worker %s still in a worker set", ws.Address))

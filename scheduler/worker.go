@@ -57,6 +57,9 @@ type WorkerState struct {
 	prefixCount   []prefixCount
 	usedResources map[string]float64
 
+	// setPos is 1 + the worker's index in each of the State's worker sets
+	// (workerset.go; 0: absent).
+	setPos [numWorkerRoles]int32
 	// slotPos is 1 + the worker's index in State.slots (0: absent);
 	// coRuns are the co-assignment runs it owns (coassign.go).
 	slotPos int

@@ -155,6 +155,7 @@ func cmdRun(args []string) error {
 	mode := fs.String("mode", "withholding", "off | main | withholding | coassign")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile here")
 	tracePeak := fs.Bool("trace-peak", false, "add peak_trace: the data held at peak memory, by prefix and worker")
+	digest := fs.Bool("digest", false, "add outbox_digest: a hash of every message the engine sent and its last transitions")
 	stealing := fs.Bool("stealing", false, "work stealing on (a steal tick every -steal-interval seconds)")
 	stealInterval := fs.Float64("steal-interval", 1, "seconds between steal ticks (distributed's work-stealing-interval)")
 	coDepth := fs.Int("co-family-depth", 0, "co-assignment families: levels of dependents (0: the engine's default; negative: contiguous priority runs)")
@@ -181,7 +182,7 @@ func cmdRun(args []string) error {
 	if err != nil {
 		return err
 	}
-	cfg.TracePeak = *tracePeak
+	cfg.TracePeak, cfg.Digest = *tracePeak, *digest
 	cfg.Stealing, cfg.StealInterval = *stealing, *stealInterval
 	cfg.CoFamilyDepth = *coDepth
 	res, err := sim.Run(g, cfg)

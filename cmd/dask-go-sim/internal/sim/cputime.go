@@ -13,7 +13,10 @@ import (
 // difference around State.Handle is the engine's own CPU time: neither the
 // neighbours on a shared machine nor the simulator's other work count.
 // Garbage collection done by background workers is not included; GC
-// assists charged to the engine's allocations are.
+// assists charged to the engine's allocations are. The clock has no vDSO
+// fast path: each read is a system call (about 0.55 µs on the 2-core VM
+// of scripts/sim/results/engine-throughput.md), and about one read's worth
+// falls inside each measured interval (clockCost).
 func threadCPU() time.Duration {
 	const clockThreadCPUTimeID = 3
 	var ts syscall.Timespec

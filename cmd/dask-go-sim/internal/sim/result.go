@@ -15,20 +15,27 @@ type Result struct {
 	// PeakClusterSampledBytes: the peak as the benchmark measures one, the
 	// largest of the cluster's memory sampled every Config.SampleInterval
 	// (PeakClusterMemoryBytes also counts what lasts between two samples).
-	PeakClusterSampledBytes int64   `json:"peak_cluster_sampled_bytes"`
-	PeakWorkerMemoryBytes   int64   `json:"peak_worker_memory_bytes"`
-	TransferredBytes        int64   `json:"transferred_bytes"`
-	EngineCPUS              float64 `json:"engine_cpu_s"`
-	EngineCPUUsPerTask      float64 `json:"engine_cpu_us_per_task"`
-	EngineHandles           int64   `json:"engine_handles"`
-	SimWallS                float64 `json:"sim_wall_s"`
-	WorkersOverLimit        int     `json:"workers_over_limit"`
-	MemoryLimitBytes        int64   `json:"memory_limit_bytes"`
-	BandwidthBytesS         float64 `json:"bandwidth_bytes_s"`
-	LatencyS                float64 `json:"latency_s"`
-	Seed                    uint64  `json:"seed"`
-	DataBytes               int64   `json:"data_bytes"`
-	EngineLogs              int     `json:"engine_logs"`
+	PeakClusterSampledBytes int64 `json:"peak_cluster_sampled_bytes"`
+	PeakWorkerMemoryBytes   int64 `json:"peak_worker_memory_bytes"`
+	TransferredBytes        int64 `json:"transferred_bytes"`
+	// EngineCPUS is the engine's CPU time: the thread CPU time measured
+	// around every State.Handle (cputime.go), less the clock's own cost
+	// (EngineClockNs per Handle, clockcost.go). EngineCPURawS is the sum
+	// before that correction (what records before 2026-12 called
+	// engine_cpu_s). EngineCPUUsPerTask is EngineCPUS per task of the graph.
+	EngineCPUS         float64 `json:"engine_cpu_s"`
+	EngineCPUUsPerTask float64 `json:"engine_cpu_us_per_task"`
+	EngineCPURawS      float64 `json:"engine_cpu_raw_s"`
+	EngineClockNs      float64 `json:"engine_clock_ns"`
+	EngineHandles      int64   `json:"engine_handles"`
+	SimWallS           float64 `json:"sim_wall_s"`
+	WorkersOverLimit   int     `json:"workers_over_limit"`
+	MemoryLimitBytes   int64   `json:"memory_limit_bytes"`
+	BandwidthBytesS    float64 `json:"bandwidth_bytes_s"`
+	LatencyS           float64 `json:"latency_s"`
+	Seed               uint64  `json:"seed"`
+	DataBytes          int64   `json:"data_bytes"`
+	EngineLogs         int     `json:"engine_logs"`
 	// LeakedBytes is memory still held once the client released its
 	// results and every message was delivered: 0 unless something is wrong.
 	LeakedBytes int64 `json:"leaked_bytes"`
@@ -48,6 +55,9 @@ type Result struct {
 	Spill        bool  `json:"spill,omitempty"`
 	// ReplicasDropped counts replicas workers released on remove-replicas.
 	ReplicasDropped int64 `json:"replicas_dropped,omitempty"`
+	// OutboxDigest: with Config.Digest, a hash of everything the engine
+	// decided (digest.go).
+	OutboxDigest string `json:"outbox_digest,omitempty"`
 	// PeakTrace: with Config.TracePeak, the cluster's data at its peak.
 	PeakTrace *PeakTrace `json:"peak_trace,omitempty"`
 	// The calibrated model's terms (Config), recorded with each run.
@@ -68,7 +78,7 @@ func (s *Sim) result(wall time.Duration) *Result {
 		ThreadsPerWorker: s.cfg.Threads, Mode: s.cfg.Mode, NTasks: len(s.g.Tasks),
 		MakespanS: s.makespan, PeakClusterMemoryBytes: s.peakCluster,
 		PeakClusterSampledBytes: s.peakSampled, TransferredBytes: s.transferred,
-		EngineCPUS: s.engineCPU.Seconds(), EngineHandles: s.handles, SimWallS: wall.Seconds(),
+		EngineHandles: s.handles, SimWallS: wall.Seconds(),
 		MemoryLimitBytes: s.cfg.MemoryLimit, BandwidthBytesS: s.cfg.Bandwidth, LatencyS: s.cfg.Latency,
 		Seed: s.cfg.Seed, DataBytes: s.g.DataBytes, EngineLogs: s.engineLogs, LeakedBytes: s.clusterMem,
 		HolderMismatches: s.anomalies, PeakTrace: s.trace,
@@ -81,8 +91,11 @@ func (s *Sim) result(wall time.Duration) *Result {
 	}
 	r.ReplicasDropped = s.replicasDropped
 	r.SpilledBytes, r.Spill = s.spilledBytes, !s.cfg.NoSpill
+	cpu := max(s.engineCPU-time.Duration(s.handles)*s.clockCost, 0)
+	r.EngineCPUS, r.EngineCPURawS = cpu.Seconds(), s.engineCPU.Seconds()
+	r.EngineClockNs = float64(s.clockCost.Nanoseconds())
 	if len(s.g.Tasks) > 0 {
-		r.EngineCPUUsPerTask = float64(s.engineCPU.Microseconds()) / float64(len(s.g.Tasks))
+		r.EngineCPUUsPerTask = float64(cpu.Nanoseconds()) / 1e3 / float64(len(s.g.Tasks))
 	}
 	for _, w := range s.workers {
 		if w.active { // the worker's unmanaged growth stays with the process, it is no leak

@@ -37,6 +37,13 @@ type Config struct {
 	Validate bool
 	// TracePeak records what the cluster held at its peak (Result.PeakTrace).
 	TracePeak bool
+	// Digest hashes every outbox and the final transition log
+	// (Result.OutboxDigest, digest.go).
+	Digest bool
+	// record, when set, is given every stimulus in the order the engine
+	// handles it: a replay of them into a new engine repeats the run's
+	// engine work without the simulator (BenchmarkEngineReplay).
+	record func(scheduler.Stimulus)
 	// Stealing turns the engine's work stealing on: a StealTick every
 	// StealInterval seconds (default 1, distributed's work-stealing-interval)
 	// and workers that answer steal-request as stock workers do. Off, the
@@ -171,6 +178,16 @@ func EngineConfig(mode string, bandwidth float64) (scheduler.Config, error) {
 // ErrStuck: the event queue ran dry before the client had its results.
 var ErrStuck = errors.New("sim: stuck")
 
+// engineConfig is the engine's configuration for a filled cfg.
+func (c *Config) engineConfig() scheduler.Config {
+	ecfg, _ := EngineConfig(c.Mode, c.Bandwidth)
+	ecfg.ValidateInvariants = c.Validate
+	ecfg.NoWorkStealing = !c.Stealing
+	ecfg.NoActiveMemoryManager = c.NoAMM
+	ecfg.CoFamilyDepth = c.CoFamilyDepth
+	return ecfg
+}
+
 // Sim is one run: the real engine, simulated workers, one client.
 type Sim struct {
 	cfg     Config
@@ -192,7 +209,8 @@ type Sim struct {
 	clusterMem, peakCluster int64
 	peakSampled             int64 // the largest clusterMem at a sample (Config.SampleInterval)
 	transferred             int64
-	engineCPU               time.Duration
+	engineCPU               time.Duration // raw: clock reads included
+	clockCost               time.Duration // per Handle, subtracted in result (clockcost.go)
 	handles                 int64
 	engineLogs              int
 	anomalies               int // holder lists that did not match the workers' data
@@ -203,6 +221,7 @@ type Sim struct {
 	cpu *cpu // Config.Cores > 0: the shared cores; nil: a core per thread
 
 	trace    *PeakTrace       // Config.TracePeak
+	digest   *outboxDigest    // Config.Digest
 	prefixes map[int32]string // task -> key prefix, filled lazily by the trace
 }
 
@@ -212,16 +231,11 @@ func Run(g *Graph, cfg Config) (*Result, error) {
 	if err := cfg.fill(); err != nil {
 		return nil, err
 	}
-	ecfg, _ := EngineConfig(cfg.Mode, cfg.Bandwidth)
-	ecfg.ValidateInvariants = cfg.Validate
-	ecfg.NoWorkStealing = !cfg.Stealing
-	ecfg.NoActiveMemoryManager = cfg.NoAMM
-	ecfg.CoFamilyDepth = cfg.CoFamilyDepth
 	// The engine's CPU time is read from this thread's clock.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	wall := time.Now()
-	s := &Sim{cfg: cfg, g: g, eng: scheduler.New(ecfg), epoch: time.Unix(1_700_000_000, 0),
+	s := &Sim{cfg: cfg, g: g, eng: scheduler.New(cfg.engineConfig()), epoch: time.Unix(1_700_000_000, 0),
 		byAddr: map[string]*worker{}, index: make(map[protocol.Key]int32, len(g.Tasks)),
 		rng: cfg.Seed*0x9E3779B97F4A7C15 + 1, client: "Client-sim"}
 	for i, t := range g.Tasks {
@@ -230,6 +244,10 @@ func Run(g *Graph, cfg Config) (*Result, error) {
 	if cfg.Cores > 0 {
 		s.cpu = newCPU(cfg.Cores, !cfg.NoGIL)
 	}
+	if cfg.Digest {
+		s.digest = newOutboxDigest()
+	}
+	s.clockCost = clockCost()
 	s.start()
 	for e := s.clk.next(); e != nil && s.failed == nil; e = s.clk.next() {
 		s.step(e)
@@ -241,7 +259,14 @@ func Run(g *Graph, cfg Config) (*Result, error) {
 		return nil, fmt.Errorf("%w: %d of %d wanted keys never reached memory (t=%.3fs)",
 			ErrStuck, s.remaining, len(s.wanted), s.clk.now)
 	}
-	return s.result(time.Since(wall)), nil
+	r := s.result(time.Since(wall))
+	if s.digest != nil {
+		var err error
+		if r.OutboxDigest, err = s.digest.sum(s.eng); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
 }
 
 func (s *Sim) at(t float64) time.Time { return s.epoch.Add(time.Duration(t * float64(time.Second))) }
@@ -312,12 +337,26 @@ func (s *Sim) graphTasks() []scheduler.GraphTask {
 // handle runs one stimulus through the engine, timing it on this thread's
 // CPU clock, and dispatches the outbox.
 func (s *Sim) handle(st scheduler.Stimulus) scheduler.Outbox {
+	if s.cfg.record != nil {
+		s.cfg.record(st)
+	}
 	c0 := threadCPU()
 	out := s.eng.Handle(st)
 	s.engineCPU += threadCPU() - c0
 	s.handles++
+	if s.digest != nil {
+		s.digest.outbox(&out)
+	}
 	s.dispatch(out)
 	return out
+}
+
+// handleRecycled is handle for callers that keep nothing of the outbox:
+// it is handed back to the engine (State.Recycle) as the real scheduler's
+// loop does, so that the engine's CPU per task is production's.
+func (s *Sim) handleRecycled(st scheduler.Stimulus) {
+	out := s.handle(st)
+	s.eng.Recycle(&out)
 }
 
 // dispatch delivers worker messages after the link latency (per worker,
@@ -332,7 +371,9 @@ func (s *Sim) dispatch(out scheduler.Outbox) {
 		sort.Strings(addrs)
 		for _, a := range addrs {
 			if w := s.byAddr[a]; w != nil {
-				s.clk.schedule(&event{at: s.clk.now + s.cfg.Latency, kind: evToWorker, w: w.idx, msgs: out.Workers[a]})
+				// a copy: the outbox's slices go back to the engine (handleRecycled)
+				msgs := append([]*protocol.Map(nil), out.Workers[a]...)
+				s.clk.schedule(&event{at: s.clk.now + s.cfg.Latency, kind: evToWorker, w: w.idx, msgs: msgs})
 			}
 		}
 	}
@@ -378,7 +419,7 @@ func (s *Sim) toScheduler(st scheduler.Stimulus) {
 func (s *Sim) step(e *event) {
 	switch e.kind {
 	case evToScheduler:
-		s.handle(e.st)
+		s.handleRecycled(e.st)
 	case evToWorker:
 		s.workerMsgs(s.workers[e.w], e.msgs)
 	case evTaskDone:
@@ -409,10 +450,10 @@ func (s *Sim) tick(kind eventKind, w int32) {
 	var every float64
 	switch kind {
 	case evStealTick:
-		s.handle(&scheduler.StealTick{Base: s.base(s.clk.now)})
+		s.handleRecycled(&scheduler.StealTick{Base: s.base(s.clk.now)})
 		every = s.cfg.StealInterval
 	case evAMMTick:
-		s.handle(&scheduler.AMMTick{Base: s.base(s.clk.now)})
+		s.handleRecycled(&scheduler.AMMTick{Base: s.base(s.clk.now)})
 		every = s.cfg.AMMInterval
 	case evMemoryMonitor:
 		s.monitorMemory(s.workers[w])

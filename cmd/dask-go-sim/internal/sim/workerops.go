@@ -134,6 +134,9 @@ func (s *Sim) pickHolder(w *worker, d int32, whoHas any) *worker {
 
 func holderAddrs(whoHas any, key protocol.Key) []string {
 	switch x := whoHas.(type) {
+	case *protocol.KeyList[[]string]: // compute-task's
+		addrs, _ := x.Get(key)
+		return addrs
 	case map[protocol.Key][]string:
 		return x[key]
 	case *protocol.Map:

@@ -1,0 +1,60 @@
+package sim
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+
+	"daskgo/scheduler"
+)
+
+// BenchmarkEngineReplay times the engine alone on a simulated run: the
+// stimuli of one run of the tree reduction on 1,000 workers (withholding,
+// the reference of scripts/sim/README.md at a smaller size) are recorded,
+// then replayed into a fresh engine per iteration, outboxes recycled as
+// the real scheduler's loop does. No clock is read per stimulus and no
+// simulator work runs between them, so this is a lower bound of the
+// simulator's engine_cpu_us_per_task (whose caches the simulator also
+// uses), and a profile of it (-cpuprofile) holds only engine work.
+//
+//	go test ./cmd/dask-go-sim/internal/sim -run XX -bench EngineReplay -benchmem
+func BenchmarkEngineReplay(b *testing.B) {
+	for _, workers := range []int{1000, 100} {
+		spec := "tree:50000"
+		b.Run(fmt.Sprintf("%s/workers=%d", spec, workers), func(b *testing.B) { benchEngineReplay(b, spec, workers) })
+	}
+}
+
+func benchEngineReplay(b *testing.B, spec string, workers int) {
+	g, err := Synthetic(spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var stimuli []scheduler.Stimulus
+	cfg := Config{Workers: workers, Mode: "withholding", record: func(st scheduler.Stimulus) { stimuli = append(stimuli, st) }}
+	if _, err := Run(g, cfg); err != nil {
+		b.Fatal(err)
+	}
+	cfg.record = nil
+	if err := cfg.fill(); err != nil {
+		b.Fatal(err)
+	}
+	ecfg := cfg.engineConfig()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	b.ReportAllocs()
+	b.ResetTimer()
+	c0 := threadCPU()
+	for range b.N {
+		eng := scheduler.New(ecfg)
+		for _, st := range stimuli {
+			out := eng.Handle(st)
+			eng.Recycle(&out)
+		}
+	}
+	// thread CPU, as the simulator counts it: a busy machine's waits and
+	// the collector's background work on other threads are not counted
+	b.ReportMetric(float64((threadCPU()-c0).Nanoseconds())/float64(b.N*len(g.Tasks)), "cpu-ns/task")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(g.Tasks)), "ns/task")
+	b.ReportMetric(float64(len(stimuli)), "stimuli")
+}
