@@ -163,14 +163,18 @@ def run_script(script: str, *args: str) -> None:
 
 @pytest.mark.timeout(180)
 def test_msgfloor_smoke(tmp_path):
-    """scripts/bench/msgfloor.py (the I/O stack's CPU per message, no engine)
-    runs: stock-comm peers get a reply to every message and the Go side's
-    CPU per message is reported."""
-    out = tmp_path / "floor.json"
-    run_script("msgfloor.py", "--duration", "2", "--repetitions", "1", "--json", str(out))
-    rec = json.loads(out.read_text())["records"][0]
-    assert rec["messages_in"] > 0 and rec["replies"] == rec["sent"] == rec["messages_in"], rec
-    assert rec["cpu_us_per_msg"] > 0, rec
+    """scripts/bench/msgfloor.py replays the committed map-20k recording
+    through the floor program and runs ours on map-20k once: the floor
+    carries every recorded message both ways, and both report CPU per task."""
+    script = ROOT / "scripts/bench/results/per-message/script-map-20k.json.gz"
+    run_script("msgfloor.py", "--script", str(script), "--repetitions", "1", "--results", str(tmp_path))
+    out = json.loads((tmp_path / "per-message.json").read_text())
+    recorded = out["machine"]["script"]
+    ours, floor = out["results"]
+    assert ours["kind"] == "ours" and ours["ok"] and ours["go_cpu_us_per_task"] > 0, ours
+    assert floor["kind"] == "floor" and floor["ok"] and floor["cpu_us_per_task"] > 0, floor
+    assert floor["serve"]["messages_in"] == floor["drive"]["sent"] == recorded["messages_in"], floor
+    assert floor["drive"]["received"] == floor["serve"]["messages_out"] == recorded["messages_out"], floor
 
 
 @pytest.mark.timeout(180)
