@@ -74,10 +74,17 @@ func (s *State) placeRootishUnqueued(ts *TaskState) Placement {
 // minObjective picks the worker minimising worker_objective, ties by
 // address so the choice is deterministic.
 func (s *State) minObjective(ts *TaskState, pool []*WorkerState) *WorkerState {
+	return minWorkerBy(ts, pool, s.workerObjective)
+}
+
+// minWorkerBy is the worker of pool with the smallest objective of ts,
+// ties by address; nil for an empty pool. Placement (worker_objective) and
+// stealing (stealing_objective) both choose this way.
+func minWorkerBy(ts *TaskState, pool []*WorkerState, of func(*TaskState, *WorkerState) objective) *WorkerState {
 	var best *WorkerState
 	var bo objective
 	for _, ws := range pool {
-		o := s.workerObjective(ts, ws)
+		o := of(ts, ws)
 		if best == nil || o.less(bo) || (o == bo && ws.Address < best.Address) {
 			best, bo = ws, o
 		}

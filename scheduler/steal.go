@@ -401,15 +401,7 @@ func (s *State) stealThief(ts *TaskState, thieves []*WorkerState) *WorkerState {
 			}
 		}
 	}
-	var best *WorkerState
-	var bo objective
-	for _, ws := range pool {
-		o := s.stealObjective(ts, ws)
-		if best == nil || o.less(bo) || (o == bo && ws.Address < best.Address) {
-			best, bo = ws, o
-		}
-	}
-	return best
+	return minWorkerBy(ts, pool, s.stealObjective)
 }
 
 // stealObjective mirrors WorkStealing.stealing_objective: worker_objective
