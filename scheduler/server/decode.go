@@ -152,9 +152,15 @@ func (f *fields) strings(name string) []string {
 }
 
 func (f *fields) base(now time.Time) scheduler.Base {
-	id := f.str("stimulus_id")
+	return stimulusBase(f.str("stimulus_id"), f.op, now)
+}
+
+// stimulusBase is a stimulus's Base: the peer's stimulus_id when it sent
+// one, else prefix and the time, as distributed names its own stimuli
+// (f"{prefix}-{time()}").
+func stimulusBase(id, prefix string, now time.Time) scheduler.Base {
 	if id == "" {
-		id = fmt.Sprintf("%s-%d", f.op, now.UnixNano())
+		id = fmt.Sprintf("%s-%d", prefix, now.UnixNano())
 	}
 	return scheduler.Base{ID: id, At: now}
 }

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"fmt"
 	"time"
 
 	"daskgo/protocol"
@@ -74,10 +73,7 @@ func taskFinishedFast(worker string, item []byte, now time.Time) (scheduler.Stim
 	if tf.StartStops == nil {
 		tf.StartStops = []scheduler.StartStop{} // as startStops makes it
 	}
-	if id == "" { // fields.base
-		id = fmt.Sprintf("task-finished-%d", now.UnixNano())
-	}
-	tf.Base = scheduler.Base{ID: id, At: now}
+	tf.Base = stimulusBase(id, "task-finished", now)
 	return tf, true
 }
 

@@ -283,15 +283,15 @@ func (s *Server) periodic(every time.Duration, stim func(now time.Time) schedule
 }
 
 func tickAt(now time.Time) scheduler.Stimulus {
-	return &scheduler.Tick{Base: scheduler.Base{ID: fmt.Sprintf("tick-%d", now.UnixNano()), At: now}}
+	return &scheduler.Tick{Base: stimulusBase("", "tick", now)}
 }
 
 func ammTickAt(now time.Time) scheduler.Stimulus {
-	return &scheduler.AMMTick{Base: scheduler.Base{ID: fmt.Sprintf("active_memory_manager-%d", now.UnixNano()), At: now}}
+	return &scheduler.AMMTick{Base: stimulusBase("", "active_memory_manager", now)}
 }
 
 func stealTickAt(now time.Time) scheduler.Stimulus {
-	return &scheduler.StealTick{Base: scheduler.Base{ID: fmt.Sprintf("steal-balance-%d", now.UnixNano()), At: now}}
+	return &scheduler.StealTick{Base: stimulusBase("", "steal-balance", now)}
 }
 
 // forwardResults passes materializer results (GraphMaterialized,

@@ -331,8 +331,7 @@ func addWorkerStimulus(m *protocol.Map, now time.Time) (*scheduler.AddWorker, er
 }
 
 func (s *Server) base(prefix string) scheduler.Base {
-	now := s.clock.Now()
-	return scheduler.Base{ID: fmt.Sprintf("%s-%d", prefix, now.UnixNano()), At: now}
+	return stimulusBase("", prefix, s.clock.Now())
 }
 
 func (s *Server) unixNow() float64 { return float64(s.clock.Now().UnixNano()) / 1e9 }
