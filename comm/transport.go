@@ -236,15 +236,11 @@ type rawTCPConn struct {
 
 // rawNetConn wraps nc where raw I/O is available (Linux TCP), else returns it.
 func rawNetConn(nc net.Conn) net.Conn {
-	tc, ok := nc.(*net.TCPConn)
-	if !ok {
-		return nc
-	}
-	raw := newRawIO(tc)
+	raw := newRawIO(nc) // nil unless nc is a *net.TCPConn on Linux
 	if raw == nil {
 		return nc
 	}
-	return &rawTCPConn{TCPConn: tc, raw: raw}
+	return &rawTCPConn{TCPConn: nc.(*net.TCPConn), raw: raw}
 }
 
 func (c *rawTCPConn) Read(p []byte) (int, error) { return c.raw.Read(p) }
