@@ -196,10 +196,11 @@ def test_adapt_minimum_above_maximum_does_what_distributed_does():
 
 
 @contextmanager
-def go_and_two_workers(tmp_path, *a_args):
-    """Our binary, worker a (extra flags a_args) and worker b, stock `dask
-    worker`s; yields (scheduler, workers, client, address of a, address of b)."""
-    sched = GoProcess(tmp_path, env={ORDER_CHECK: "True"}).start()
+def go_and_two_workers(tmp_path, *a_args, sched_env=None):
+    """Our binary (extra environment sched_env), worker a (extra flags a_args)
+    and worker b, stock `dask worker`s; yields (scheduler, workers, client,
+    address of a, address of b)."""
+    sched = GoProcess(tmp_path, env={ORDER_CHECK: "True", **(sched_env or {})}).start()
     workers = Workers(tmp_path)
     try:
         a = workers.start(sched.address, "a", *a_args)
@@ -235,8 +236,12 @@ def test_retire_the_worker_with_the_only_copy_of_100_keys_loses_and_recomputes_n
 
 
 def test_retiring_worker_sigkilled_half_way_keeps_what_was_copied_and_recomputes_the_rest(tmp_path):
-    # a without a nanny: the SIGKILL ends the worker for good
-    with go_and_two_workers(tmp_path, "--no-nanny") as (_, _, c, a_proc, a, b):
+    # a without a nanny: the SIGKILL ends the worker for good. Stealing is off:
+    # b idles while a works through 100 loosely restricted tasks, and b may
+    # steal loosely restricted tasks (stealing.py _get_thief, as distributed),
+    # which would put keys on b before the retirement this test is about.
+    no_stealing = {"DASK_DISTRIBUTED__SCHEDULER__WORK_STEALING": "False"}
+    with go_and_two_workers(tmp_path, "--no-nanny", sched_env=no_stealing) as (_, _, c, a_proc, a, b):
         # a loose restriction: the keys go to a while it runs, and can be
         # recomputed on b once it is gone
         futs = c.map(counted_slow, range(100), log_dir=str(tmp_path), workers=[a], allow_other_workers=True,
