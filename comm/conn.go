@@ -1,7 +1,6 @@
 package comm
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -24,7 +23,7 @@ import (
 // Write.
 type Conn struct {
 	nc       net.Conn
-	r        *bufio.Reader
+	r        *connReader
 	opts     *Options
 	limits   protocol.Limits
 	scheme   string
@@ -38,8 +37,8 @@ type Conn struct {
 	compression    string
 	pickleProtocol int
 
-	raw       *rawIO // reads and writes with raw system calls (Linux TCP); nil: use nc
-	rscratch  []byte // the reading goroutine's: frame 0 of one-frame messages (ReadFramesReusing)
+	raw       *rawIO  // reads and writes with raw system calls (Linux TCP); nil: use nc
+	rscratch  *[]byte // ReadTransient's last scratch (frame 0 of a one-frame message), from scratchPool; given back at the next read
 	wmu       sync.Mutex
 	enc       protocol.Encoder // guarded by wmu: reuses its buffers from message to message
 	encHeld   bool             // guarded by wmu: a Pending write still holds enc's frames
@@ -68,7 +67,7 @@ func newConn(nc net.Conn, scheme string, opts *Options) *Conn {
 	return &Conn{
 		nc:       nc,
 		raw:      raw,
-		r:        bufio.NewReaderSize(src, readBufferSize),
+		r:        newConnReader(src, raw),
 		opts:     opts,
 		limits:   opts.limits(),
 		scheme:   scheme,
@@ -118,10 +117,13 @@ func (c *Conn) Read() (any, error) {
 }
 
 func (c *Conn) read() (any, error) {
-	if c.rscratch == nil {
-		c.rscratch = make([]byte, readScratchSize)
+	c.releaseScratch()
+	if err := c.r.wait(); err != nil { // before borrowing: a waiting Conn holds no buffer (readbuf.go)
+		return nil, c.ioError("read from", err)
 	}
-	frames, err := protocol.ReadFramesReusing(c.r, c.limits, c.rscratch)
+	sp := scratchPool.Get().(*[]byte)
+	defer scratchPool.Put(sp)
+	frames, err := protocol.ReadFramesReusing(c.r, c.limits, *sp)
 	if err != nil {
 		return nil, c.ioError("read from", err)
 	}
@@ -134,7 +136,7 @@ func (c *Conn) read() (any, error) {
 }
 
 // ReadTransient reads one message's frames without decoding them, a
-// one-frame message into the Conn's reused scratch: the frames are valid
+// one-frame message into a borrowed scratch: the frames are valid
 // until the next read on this Conn (a stream reader that decodes each
 // batch before the next, issue 31). Tracing sees no message here: a
 // traced Conn's reader uses Read (Tracing).
@@ -142,14 +144,26 @@ func (c *Conn) ReadTransient() ([][]byte, error) {
 	if err := c.ensureHandshake(); err != nil {
 		return nil, err
 	}
-	if c.rscratch == nil {
-		c.rscratch = make([]byte, readScratchSize)
+	c.releaseScratch()
+	if err := c.r.wait(); err != nil {
+		return nil, c.ioError("read from", err)
 	}
-	frames, err := protocol.ReadFramesReusing(c.r, c.limits, c.rscratch)
+	c.rscratch = scratchPool.Get().(*[]byte)
+	frames, err := protocol.ReadFramesReusing(c.r, c.limits, *c.rscratch)
 	if err != nil {
+		c.releaseScratch()
 		return nil, c.ioError("read from", err)
 	}
 	return frames, nil
+}
+
+// releaseScratch gives ReadTransient's scratch back: its frames are no
+// longer valid.
+func (c *Conn) releaseScratch() {
+	if c.rscratch != nil {
+		scratchPool.Put(c.rscratch)
+		c.rscratch = nil
+	}
 }
 
 // Tracing reports whether a Trace sees this Conn's messages.

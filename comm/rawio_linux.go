@@ -28,11 +28,13 @@ type rawIO struct {
 	rc syscall.RawConn
 
 	// the read in progress: one reader at a time (the Conn's reading goroutine)
-	rbuf    []byte
-	rn      uintptr
-	rerrno  syscall.Errno
-	readFn  func(fd uintptr) bool
-	writeFn func(fd uintptr) bool
+	rbuf     []byte
+	rbp      *[]byte // readBorrowing's buffer, from readBufPool
+	rn       uintptr
+	rerrno   syscall.Errno
+	readFn   func(fd uintptr) bool
+	borrowFn func(fd uintptr) bool
+	writeFn  func(fd uintptr) bool
 
 	// the write in progress, guarded by the Conn's write mutex
 	iov   []syscall.Iovec // scratch for writev
@@ -54,7 +56,7 @@ func newRawIO(nc net.Conn) *rawIO {
 		return nil
 	}
 	r := &rawIO{rc: rc}
-	r.readFn, r.writeFn = r.readOnce, r.writeSome
+	r.readFn, r.borrowFn, r.writeFn = r.readOnce, r.readIntoBorrowed, r.writeSome
 	return r
 }
 
@@ -86,6 +88,50 @@ func (r *rawIO) readOnce(fd uintptr) bool {
 			return r.rerrno != syscall.EAGAIN
 		}
 	}
+}
+
+// readBorrowing reads what the socket has into a buffer borrowed from
+// readBufPool, which the caller gives back; while nothing has arrived the
+// buffer is back in the pool (readIntoBorrowed), so a parked reader holds
+// none.
+func (r *rawIO) readBorrowing() (*[]byte, int, error) {
+	err := r.rc.Read(r.borrowFn)
+	bp, n, errno := r.rbp, r.rn, r.rerrno
+	r.rbp = nil
+	if err == nil && errno == 0 && n > 0 {
+		return bp, int(n), nil
+	}
+	if bp != nil {
+		readBufPool.Put(bp)
+	}
+	switch {
+	case err != nil:
+		return nil, 0, err
+	case errno != 0:
+		return nil, 0, errno
+	}
+	return nil, 0, io.EOF
+}
+
+// readIntoBorrowed is readBorrowing's RawConn read function: on EAGAIN the
+// buffer goes back to the pool before the runtime parks the goroutine.
+func (r *rawIO) readIntoBorrowed(fd uintptr) bool {
+	if r.rbp == nil {
+		r.rbp = readBufPool.Get().(*[]byte)
+	}
+	buf := *r.rbp
+	for {
+		r.rn, _, r.rerrno = syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
+		if r.rerrno != syscall.EINTR {
+			break
+		}
+	}
+	if r.rerrno == syscall.EAGAIN {
+		readBufPool.Put(r.rbp)
+		r.rbp = nil
+		return false
+	}
+	return true
 }
 
 // writeBuffers writes every byte of bufs with writev(2), as many calls as

@@ -9,7 +9,8 @@ type rawIO struct{}
 
 func newRawIO(net.Conn) *rawIO { return nil }
 
-func (*rawIO) Read([]byte) (int, error)       { panic("unreachable") }
-func (*rawIO) writeBuffers(net.Buffers) error { panic("unreachable") }
+func (*rawIO) Read([]byte) (int, error)             { panic("unreachable") }
+func (*rawIO) readBorrowing() (*[]byte, int, error) { panic("unreachable") }
+func (*rawIO) writeBuffers(net.Buffers) error       { panic("unreachable") }
 
 func (*rawIO) tryWriteBuffers(net.Buffers) (int64, error) { panic("unreachable") }

@@ -33,6 +33,10 @@ type Request struct {
 	Serializers any           // passed through, never interpreted
 	Conn        *Conn
 	Log         zerolog.Logger // carries the peer address
+	// Raw is the undecoded request dict of an op in Server.LazyHandlers
+	// (Args is then nil; DecodeArgs fills it). The frame is the request's
+	// own: a handler may keep views into it.
+	Raw []byte
 
 	takenOver bool
 	skipReply bool

@@ -30,6 +30,9 @@ const DefaultIdleTimeout = time.Hour
 // Fields must be set before Serve and not changed afterwards.
 type Server struct {
 	Handlers map[string]Handler
+	// LazyHandlers serve their ops from the undecoded frame (Request.Raw;
+	// lazyrequest.go); an op here needs no entry in Handlers.
+	LazyHandlers map[string]Handler
 	// Options, when set, replace the Listener's options for the handshake
 	// and read limits of accepted connections (keepalive is the Listener's).
 	Options *Options
@@ -247,6 +250,12 @@ func (s *Server) readRequest(sc *serverConn, log zerolog.Logger) (*Request, bool
 		logReadError(log, err, "unreadable message; closing connection")
 		return nil, false
 	}
+	if len(frames) == 1 && s.LazyHandlers != nil && !c.Tracing() {
+		if req, ok := s.lazyRequest(frames[0]); ok {
+			req.Conn, req.Log = c, log
+			return req, true
+		}
+	}
 	msg, err := protocol.Decode(frames)
 	if err != nil {
 		log.Warn().Err(err).Msg("undecodable request; closing connection")
@@ -302,6 +311,9 @@ func (s *Server) dispatch(req *Request, log zerolog.Logger) bool {
 		return false
 	}
 	h := s.Handlers[req.Op]
+	if req.Raw != nil {
+		h = s.LazyHandlers[req.Op]
+	}
 	if h == nil {
 		err := fmt.Errorf("unsupported operation %q: %s has no handler for it", req.Op, s.name())
 		log.Warn().Str("op", req.Op).Msg("no handler for op")

@@ -106,8 +106,47 @@ func (f *Fields) Next() (key []byte, ok bool, err error) {
 	return key, true, nil
 }
 
+// Each calls fn with each remaining entry's key (a view, as Next's); fn
+// consumes the value with one of the typed methods, or Skip. The first
+// error ends the walk.
+func (f *Fields) Each(fn func(key []byte) error) error {
+	for {
+		k, more, err := f.Next()
+		if err != nil || !more {
+			return err
+		}
+		if err := fn(k); err != nil {
+			return err
+		}
+	}
+}
+
 // Skip consumes a value without reading it.
 func (f *Fields) Skip() error { return wrapDecode(f.d.skip(1)) }
+
+// Raw consumes a value and returns its msgpack, a view into the message:
+// what a reader keeps unread (protocol.Raw encodes it back verbatim).
+func (f *Fields) Raw() ([]byte, error) {
+	start := f.d.pos
+	if err := f.d.skip(1); err != nil {
+		return nil, wrapDecode(err)
+	}
+	return f.d.buf[start:f.d.pos], nil
+}
+
+// Bool reads a bool (nil reads as false).
+func (f *Fields) Bool() (bool, error) {
+	kind, _, err := f.d.header()
+	switch {
+	case err != nil:
+		return false, wrapDecode(err)
+	case kind == mpTrue:
+		return true, nil
+	case kind == mpFalse, kind == mpNil:
+		return false, nil
+	}
+	return false, fmt.Errorf("%w: not a bool", ErrDecode)
+}
 
 // Int reads an integer that fits int64 (nil reads as 0, as the generic
 // path's fields.int does).

@@ -129,3 +129,40 @@ func TestFieldsTypes(t *testing.T) {
 		}
 	}
 }
+
+func TestFieldsRawAndBool(t *testing.T) {
+	inner := NewMap("bandwidth", NewMap("total", 1e8), "tags", []any{"a", int64(1)})
+	frames, _ := Encode(NewMap("t", true, "f", false, "n", nil, "m", inner, "s", "x"), nil)
+	f, err := NewFields(frames[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for want := []string{"t", "f", "n", "m", "s"}; len(want) > 0; want = want[1:] {
+		k, more, err := f.Next()
+		if err != nil || !more || string(k) != want[0] {
+			t.Fatalf("key %q, %v, %v; want %q", k, more, err, want[0])
+		}
+		switch want[0] {
+		case "t", "f", "n":
+			if v, err := f.Bool(); v != (want[0] == "t") || err != nil {
+				t.Fatalf("%s = %v, %v", want[0], v, err)
+			}
+		case "m":
+			raw, err := f.Raw()
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := Decode([][]byte{raw}) // exactly the value, nothing after it
+			if err != nil || String(v) != String(inner) {
+				t.Fatalf("raw decodes to %s, %v; want %s", String(v), err, String(inner))
+			}
+		case "s":
+			if _, err := f.Bool(); err == nil {
+				t.Fatal("a str read as a bool")
+			}
+		}
+	}
+	if _, err := (&Fields{}).Raw(); err == nil {
+		t.Fatal("Raw of nothing is not an error")
+	}
+}

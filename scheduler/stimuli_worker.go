@@ -54,7 +54,8 @@ type RemoveWorker struct {
 }
 
 // WorkerHeartbeat is the heartbeat_worker RPC. Metrics is the worker's
-// metrics dict, kept unread for scheduler_info; Bandwidth is the one figure
+// metrics dict, kept unread for scheduler_info (a *protocol.Map, or the
+// msgpack as it came, protocol.Raw); Bandwidth is the one figure
 // the engine uses from it (metrics["bandwidth"]["total"], bytes/s), when
 // HasBandwidth.
 type WorkerHeartbeat struct {

@@ -257,3 +257,38 @@ def test_go_calls_python_server(python_server, rpccheck_binary):
     assert out["get_data"]["data"] == {"k": {"$blob": False, "frames": 1}}
     assert out["acks"] == ["OK"]  # Pool.Do let the caller acknowledge on the same comm
     assert out["pool_open"] == 1  # every pooled call reused one connection
+
+
+def test_heartbeat_metrics_reach_scheduler_info_and_the_scheduler_file(go_scheduler, tmp_path):
+    """heartbeat_worker is read lazily (scheduler/server/lazydecode.go
+    heartbeatFast: the metrics dict kept undecoded); a stock Client's
+    scheduler_info() and /json/identity.json still show the stock worker's
+    get_metrics() dict as it sent it."""
+    from distributed import Client
+
+    from cluster import Workers
+
+    workers = Workers(tmp_path)
+    try:
+        workers.start(go_scheduler.address, "hb", "--no-nanny")
+        with Client(go_scheduler.address, timeout=30) as c:
+            c.wait_for_workers(1, timeout=60)
+            # the worker's first heartbeat comes at once; later ones every 0.5 s
+            deadline = time.monotonic() + 30
+            while True:
+                (info,) = c.scheduler_info()["workers"].values()
+                if "bandwidth" in info["metrics"] or time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
+            m = info["metrics"]
+            assert isinstance(m["bandwidth"]["total"], (int, float)) and m["bandwidth"]["total"] > 0
+            assert isinstance(m["memory"], int) and m["memory"] > 0
+            assert isinstance(m["cpu"], float) and isinstance(m["time"], float)
+            assert m["task_counts"] == {} or isinstance(m["task_counts"], dict)
+            port = c.scheduler_info()["services"]["dashboard"]
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/identity.json", timeout=10) as r:
+                on_http = json.loads(r.read())
+            (w,) = on_http["workers"].values()
+            assert w["metrics"]["memory"] > 0 and set(w["metrics"]) == set(m)
+    finally:
+        workers.stop()

@@ -113,12 +113,7 @@ func (s *Server) heartbeatWorker(ctx context.Context, req *comm.Request) (any, e
 	addr := f.str("address")
 	metrics := f.mapOf("metrics")
 	executing := map[protocol.Key]float64{}
-	for _, e := range f.mapOf("executing").Items() {
-		if k, err := protocol.KeyOf(e.Key); err == nil {
-			d, _ := e.Value.(float64)
-			executing[k] = d
-		}
-	}
+	addExecuting(executing, f.mapOf("executing"))
 	if f.err != nil {
 		return nil, f.err
 	}
@@ -127,10 +122,38 @@ func (s *Server) heartbeatWorker(ctx context.Context, req *comm.Request) (any, e
 		hb.Metrics = metrics
 		hb.Bandwidth, hb.HasBandwidth = toFloat(lookupPath(metrics, "bandwidth", "total"))
 	}
-	return s.loop.call(ctx, func(id int64) scheduler.Stimulus {
+	return s.loop.callNow(ctx, func(id int64) scheduler.Stimulus {
 		hb.ReplyTo = id
 		return hb
 	})
+}
+
+// heartbeatWorkerLazy is heartbeat_worker read from the undecoded request
+// (heartbeatFast), answered from the goroutine that read it; anything it
+// does not expect goes to heartbeatWorker, which names the bad field.
+func (s *Server) heartbeatWorkerLazy(ctx context.Context, req *comm.Request) (any, error) {
+	hb, ok := heartbeatFast(req.Raw)
+	if !ok {
+		if err := req.DecodeArgs(); err != nil {
+			return nil, err
+		}
+		return s.heartbeatWorker(ctx, req)
+	}
+	hb.Base = s.base("heartbeat")
+	return s.loop.callNow(ctx, func(id int64) scheduler.Stimulus {
+		hb.ReplyTo = id
+		return hb
+	})
+}
+
+// addExecuting adds Worker.heartbeat's executing {key: seconds so far}.
+func addExecuting(into map[protocol.Key]float64, m *protocol.Map) {
+	for _, e := range m.Items() {
+		if k, err := protocol.KeyOf(e.Key); err == nil {
+			d, _ := e.Value.(float64)
+			into[k] = d
+		}
+	}
 }
 
 func (s *Server) unregister(ctx context.Context, req *comm.Request) (any, error) {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"time"
 
 	"daskgo/protocol"
@@ -118,4 +119,74 @@ func startStopsFast(f *protocol.Fields) ([]scheduler.StartStop, error) {
 		out = append(out, ss)
 	}
 	return out, nil
+}
+
+// heartbeatFast reads heartbeat_worker's arguments from the undecoded
+// request (comm.Server.LazyHandlers): the address, the executing
+// durations, and metrics["bandwidth"]["total"], the one metric the engine
+// reads; the metrics dict itself is kept as it came (protocol.Raw),
+// decoded only if scheduler_info asks. false: read it generically.
+func heartbeatFast(raw []byte) (*scheduler.WorkerHeartbeat, bool) {
+	f, err := protocol.NewFields(raw)
+	if err != nil {
+		return nil, false
+	}
+	hb := &scheduler.WorkerHeartbeat{Executing: map[protocol.Key]float64{}}
+	err = f.Each(func(k []byte) (err error) {
+		switch string(k) {
+		case "address":
+			hb.Worker, err = f.Str()
+		case "metrics":
+			var m []byte
+			if m, err = f.Raw(); err == nil && !isNil(m) {
+				hb.Metrics = protocol.Raw(m)
+				hb.Bandwidth, hb.HasBandwidth, err = bandwidthTotal(m)
+			}
+		case "executing":
+			var v any
+			if v, err = f.Value(); err == nil {
+				m, isMap := v.(*protocol.Map)
+				if !isMap && v != nil {
+					return errNotLazy
+				}
+				addExecuting(hb.Executing, m)
+			}
+		default:
+			err = f.Skip()
+		}
+		return err
+	})
+	return hb, err == nil && hb.Worker != ""
+}
+
+var errNotLazy = errors.New("not for the lazy reader")
+
+func isNil(raw []byte) bool { return len(raw) == 1 && raw[0] == 0xc0 }
+
+// bandwidthTotal reads metrics["bandwidth"]["total"]; an error (a metrics
+// that is not a dict, a bandwidth or total of another type) sends the
+// heartbeat to the generic reader.
+func bandwidthTotal(metrics []byte) (total float64, ok bool, err error) {
+	f, err := protocol.NewFields(metrics)
+	if err != nil {
+		return 0, false, err
+	}
+	err = f.Each(func(k []byte) error {
+		if string(k) != "bandwidth" {
+			return f.Skip()
+		}
+		var bw protocol.Fields
+		if err := f.MapInto(&bw); err != nil {
+			return err
+		}
+		return bw.Each(func(k []byte) (err error) {
+			if string(k) != "total" {
+				return bw.Skip()
+			}
+			total, err = bw.Float()
+			ok = err == nil
+			return err
+		})
+	})
+	return total, ok, err
 }

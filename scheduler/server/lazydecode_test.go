@@ -103,3 +103,67 @@ func TestTaskFinishedFastDeclines(t *testing.T) {
 		}
 	}
 }
+
+// heartbeatMsg is a stock worker's heartbeat_worker request (Worker.heartbeat
+// with get_metrics' shape) with the given changes (nil deletes a field).
+func heartbeatMsg(changes ...any) []byte {
+	metrics := protocol.NewMap("task_counts", protocol.NewMap("executing", int64(1)),
+		"bandwidth", protocol.NewMap("total", 2.5e8, "workers", protocol.NewMap(), "types", protocol.NewMap()),
+		"digests_total_since_heartbeat", protocol.NewMap("tick-duration", 0.5),
+		"managed_bytes", int64(100), "spilled_bytes", protocol.NewMap("memory", int64(0), "disk", int64(0)),
+		"event_loop_interval", 0.02, "cpu", 4.0, "memory", int64(120_000_000), "time", 1.7e9)
+	m := protocol.NewMap("op", "heartbeat_worker", "address", "tcp://127.0.0.1:4000", "now", 1.7e9,
+		"metrics", metrics, "executing", &protocol.Map{Entries: []protocol.Entry{{Key: []any{"inc-5b2c", int64(7)}, Value: 0.25}}},
+		"extensions", protocol.NewMap("spans", protocol.NewMap()), "reply", true)
+	for i := 0; i+1 < len(changes); i += 2 {
+		if changes[i+1] == nil {
+			m.Delete(changes[i].(string))
+		} else {
+			m.Set(changes[i].(string), changes[i+1])
+		}
+	}
+	frames, err := protocol.Encode(m, nil)
+	if err != nil {
+		panic(err)
+	}
+	return frames[0]
+}
+
+func TestHeartbeatFastReadsWhatTheEngineUses(t *testing.T) {
+	raw := heartbeatMsg()
+	hb, ok := heartbeatFast(raw)
+	if !ok {
+		t.Fatal("a stock worker's heartbeat was not read lazily")
+	}
+	key, _ := protocol.KeyOf([]any{"inc-5b2c", int64(7)})
+	if hb.Worker != "tcp://127.0.0.1:4000" || hb.Bandwidth != 2.5e8 || !hb.HasBandwidth ||
+		!reflect.DeepEqual(hb.Executing, map[protocol.Key]float64{key: 0.25}) {
+		t.Fatalf("read %+v", hb)
+	}
+	whole, _ := protocol.Decode([][]byte{raw})
+	metrics, err := protocol.Decode([][]byte{hb.Metrics.(protocol.Raw)})
+	if err != nil || protocol.String(metrics) != protocol.String(whole.(*protocol.Map).Get("metrics")) {
+		t.Fatalf("metrics kept as %s (%v)", protocol.String(metrics), err)
+	}
+
+	// no bandwidth, no executing, metrics nil: as the generic reader
+	hb, ok = heartbeatFast(heartbeatMsg("metrics", protocol.NewMap("cpu", 1.0), "executing", nil))
+	if !ok || hb.HasBandwidth || hb.Executing == nil || len(hb.Executing) != 0 || hb.Metrics == nil {
+		t.Fatalf("without bandwidth and executing: %+v, %v", hb, ok)
+	}
+
+	// what the lazy reader leaves to the generic one, which names the field
+	for name, raw := range map[string][]byte{
+		"no address":         heartbeatMsg("address", nil),
+		"address not a str":  heartbeatMsg("address", int64(3)),
+		"metrics not a dict": heartbeatMsg("metrics", "high"),
+		"total not a number": heartbeatMsg("metrics", protocol.NewMap("bandwidth", protocol.NewMap("total", "fast"))),
+		"bandwidth not dict": heartbeatMsg("metrics", protocol.NewMap("bandwidth", int64(5))),
+		"executing not dict": heartbeatMsg("executing", []any{int64(1)}),
+		"truncated":          heartbeatMsg()[:40],
+	} {
+		if hb, ok := heartbeatFast(raw); ok {
+			t.Errorf("%s: read lazily as %+v", name, hb)
+		}
+	}
+}

@@ -186,7 +186,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	engine := scheduler.New(ecfg)
 	s.loop = newLoop(s, engine)
 
-	s.rpc = &comm.Server{Handlers: s.handlers(), Options: opts, Name: "dask-go-scheduler", Logger: s.log}
+	s.rpc = &comm.Server{Handlers: s.handlers(), Options: opts, Name: "dask-go-scheduler", Logger: s.log,
+		LazyHandlers: map[string]comm.Handler{"heartbeat_worker": s.heartbeatWorkerLazy}}
 	s.goRun(s.loop.run)
 	s.goRun(func() { s.forwardResults(results) })
 	s.goRun(func() { s.periodic(s.cfg.TickEvery, tickAt) })

@@ -163,6 +163,12 @@ func jsonValue(v any) any {
 		return string(x)
 	case *protocol.Blob:
 		return protocol.String(x)
+	case protocol.Raw: // a heartbeat's metrics, kept undecoded (heartbeatFast)
+		v, err := protocol.Decode([][]byte{x})
+		if err != nil {
+			return fmt.Sprintf("<undecodable: %v>", err)
+		}
+		return jsonValue(v)
 	case nil, bool, string, int64, uint64, float64, int:
 		return x
 	}
