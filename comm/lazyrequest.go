@@ -8,7 +8,7 @@ import (
 
 // Lazy requests (issue 31): at 1,000 workers an idle scheduler's work is
 // heartbeat_worker, about 170 a second, and decoding each whole (the
-// worker's metrics dict: a Map per level, every number boxed) was a fifth
+// worker's metrics dict: a Map per level, every number boxed) was a sixth
 // of it. An op in Server.LazyHandlers is handed its one frame undecoded
 // (Request.Raw) when the request is a plain one-frame dict; its handler
 // reads what it needs with protocol.Fields, and calls DecodeArgs to fall
