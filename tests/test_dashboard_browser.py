@@ -18,6 +18,7 @@ test's tmp directory, and copied to $DASK_GO_DASHBOARD_SHOTS when set.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -56,13 +57,22 @@ def combine(*xs):
     return sum(xs)
 
 
+_computations = itertools.count()
+
+
 def submit_computation(c: Client, n: int = 3000):
-    xs = c.map(load, range(n), key=[f"load-{i}" for i in range(n)])
-    ys = c.map(transform, xs, key=[f"transform-{i}" for i in range(n)])
+    # Each call's keys are its own (the number after the prefix, which
+    # key_split drops, so the task prefixes stay load/transform/combine):
+    # the module's tests share one cluster, and a key still held from an
+    # earlier call is that call's value, as in distributed, whatever the
+    # new graph says it is.
+    run = next(_computations)
+    xs = c.map(load, range(n), key=[f"load-{run}-{i}" for i in range(n)])
+    ys = c.map(transform, xs, key=[f"transform-{run}-{i}" for i in range(n)])
     level, depth = ys, 0
     while len(level) > 1:
         depth += 1
-        level = [c.submit(combine, *level[i:i + 10], key=f"combine-{depth}-{i}") for i in range(0, len(level), 10)]
+        level = [c.submit(combine, *level[i:i + 10], key=f"combine-{run}-{depth}-{i}") for i in range(0, len(level), 10)]
     return level[0], xs + ys
 
 
