@@ -123,13 +123,19 @@ def test_bench_graph_path_smoke(tmp_path):
     for r in results:
         assert r["ok"], r
         assert GRAPH_PATH_FIELDS <= r.keys(), r
-        assert r["wall_s"] > 0 and r["cpu_s"] > 0 and r["peak_rss_bytes"] > 0, r
+        assert r["wall_s"] > 0 and r["peak_rss_bytes"] > 0, r
+        # the run's CPU is the scheduler's plus its helper's
+        assert r["cpu_s"] >= 0 and math.isclose(r["cpu_s"], r["scheduler_cpu_s"] + r["helper_cpu_s"]), r
+        if r["scheduler"] == "py":  # Python spends tens of ms on a thousand tasks: several ticks
+            assert r["cpu_s"] > 0, r
         if r["scheduler"] == "go":  # the helper is counted
             assert numeric(r["helper_cpu_s"]) and r["helper_peak_rss_bytes"] > 0, r
             assert r["peak_rss_bytes"] >= r["scheduler_peak_rss_bytes"] + r["helper_peak_rss_bytes"] * 0.5, r
-    # a small graph may cost the helper less than the 10 ms a CPU clock
-    # counts; the biggest (tree-1m, 2,000 tasks) does not
-    assert max(r["helper_cpu_s"] for r in results if r["scheduler"] == "go") > 0, results
+    # a small graph may cost the Go process or the helper less than the 10 ms
+    # a CPU clock counts (tree-200k at this size: 1,001 tasks in 0.1 s read 0.0
+    # once); the biggest (tree-1m, 2,000 tasks) does not
+    go = [r for r in results if r["scheduler"] == "go"]
+    assert max(r["helper_cpu_s"] for r in go) > 0 and max(r["scheduler_cpu_s"] for r in go) > 0, results
     md = (out / "graph-path.md").read_text()
     assert "Go process **plus** its materializer helper" in md and "tree-200k" in md
 
