@@ -27,19 +27,12 @@ func taskFinishedFast(worker string, item []byte, now time.Time) (scheduler.Stim
 	}
 	tf := &scheduler.TaskFinished{Worker: worker}
 	isTF, id := false, ""
-	for {
-		k, more, err := f.Next()
-		if err != nil {
-			return nil, false
-		}
-		if !more {
-			break
-		}
+	err = f.Each(func(k []byte) (err error) {
 		switch string(k) {
 		case "op":
 			var op string
-			if op, err = f.Str(); op != "task-finished" {
-				return nil, false
+			if op, err = f.Str(); err == nil && op != "task-finished" {
+				return errNotLazy
 			}
 			isTF = true
 		case "key":
@@ -64,9 +57,10 @@ func taskFinishedFast(worker string, item []byte, now time.Time) (scheduler.Stim
 		default: // metadata, status: the engine reads neither
 			err = f.Skip()
 		}
-		if err != nil {
-			return nil, false
-		}
+		return err
+	})
+	if err != nil {
+		return nil, false
 	}
 	if !isTF {
 		return nil, false
@@ -92,14 +86,7 @@ func startStopsFast(f *protocol.Fields) ([]scheduler.StartStop, error) {
 			return nil, err
 		}
 		var ss scheduler.StartStop
-		for {
-			k, more, err := sub.Next()
-			if err != nil {
-				return nil, err
-			}
-			if !more {
-				break
-			}
+		err := sub.Each(func(k []byte) (err error) {
 			switch string(k) {
 			case "action":
 				ss.Action, err = sub.Str()
@@ -112,9 +99,10 @@ func startStopsFast(f *protocol.Fields) ([]scheduler.StartStop, error) {
 			default:
 				err = sub.Skip()
 			}
-			if err != nil {
-				return nil, err
-			}
+			return err
+		})
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, ss)
 	}
