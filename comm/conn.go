@@ -38,7 +38,7 @@ type Conn struct {
 	pickleProtocol int
 
 	raw       *rawIO  // reads and writes with raw system calls (Linux TCP); nil: use nc
-	rscratch  *[]byte // ReadTransient's last scratch (frame 0 of a one-frame message), from scratchPool; given back at the next read
+	rscratch  *[]byte // the last scratch read into (frame 0 of a one-frame message), from scratchPool: Read gives it back after decoding, ReadTransient at the next read
 	wmu       sync.Mutex
 	enc       protocol.Encoder // guarded by wmu: reuses its buffers from message to message
 	encHeld   bool             // guarded by wmu: a Pending write still holds enc's frames
@@ -117,17 +117,12 @@ func (c *Conn) Read() (any, error) {
 }
 
 func (c *Conn) read() (any, error) {
-	c.releaseScratch()
-	if err := c.r.wait(); err != nil { // before borrowing: a waiting Conn holds no buffer (readbuf.go)
-		return nil, c.ioError("read from", err)
-	}
-	sp := scratchPool.Get().(*[]byte)
-	defer scratchPool.Put(sp)
-	frames, err := protocol.ReadFramesReusing(c.r, c.limits, *sp)
+	frames, err := c.readTransient()
 	if err != nil {
-		return nil, c.ioError("read from", err)
+		return nil, err
 	}
-	v, err := protocol.Decode(frames) // copies what it keeps of frame 0: scratch is free again
+	defer c.releaseScratch() // Decode copies what it keeps of frame 0
+	v, err := protocol.Decode(frames)
 	if err != nil {
 		return nil, fmt.Errorf("read from %s: %w", c.peerAddr, err)
 	}
@@ -144,6 +139,12 @@ func (c *Conn) ReadTransient() ([][]byte, error) {
 	if err := c.ensureHandshake(); err != nil {
 		return nil, err
 	}
+	return c.readTransient()
+}
+
+// readTransient waits for bytes before it borrows the scratch, so that a
+// waiting Conn holds no buffer (readbuf.go).
+func (c *Conn) readTransient() ([][]byte, error) {
 	c.releaseScratch()
 	if err := c.r.wait(); err != nil {
 		return nil, c.ioError("read from", err)
