@@ -284,14 +284,7 @@ func (l *loop) call(ctx context.Context, mk func(replyTo int64) scheduler.Stimul
 func (l *loop) callNow(ctx context.Context, mk func(replyTo int64) scheduler.Stimulus) (any, error) {
 	id, ch := l.register()
 	defer l.unregister(id)
-	l.mu.Lock()
-	if l.srv.ctx.Err() != nil {
-		l.mu.Unlock()
-		return nil, errShuttingDown
-	}
-	l.handle(mk(id))
-	l.flush()
-	l.mu.Unlock()
+	l.handleBatch([]scheduler.Stimulus{mk(id)}) // after shutdown it drops it: the select says so
 	select {
 	case v := <-ch:
 		return v, nil
