@@ -38,12 +38,12 @@ func (c *Conn) TryWrite(msg any) (*Pending, error) {
 	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	if c.closed.Load() {
+		return nil, fmt.Errorf("write to %s: %w", c.peerAddr, ErrClosed)
+	}
 	frames, err := c.encodeLocked(msg)
 	if err != nil {
 		return nil, err
-	}
-	if c.closed.Load() {
-		return nil, fmt.Errorf("write to %s: %w", c.peerAddr, ErrClosed)
 	}
 	bufs := protocol.FrameBuffers(frames)
 	n, err := c.raw.tryWriteBuffers(bufs)
