@@ -117,15 +117,12 @@ func (s *Server) heartbeatWorker(ctx context.Context, req *comm.Request) (any, e
 	if f.err != nil {
 		return nil, f.err
 	}
-	hb := &scheduler.WorkerHeartbeat{Base: s.base("heartbeat"), Worker: addr, Executing: executing}
+	hb := &scheduler.WorkerHeartbeat{Worker: addr, Executing: executing}
 	if metrics != nil {
 		hb.Metrics = metrics
 		hb.Bandwidth, hb.HasBandwidth = toFloat(lookupPath(metrics, "bandwidth", "total"))
 	}
-	return s.loop.callNow(ctx, func(id int64) scheduler.Stimulus {
-		hb.ReplyTo = id
-		return hb
-	})
+	return s.answerHeartbeat(ctx, hb)
 }
 
 // heartbeatWorkerLazy is heartbeat_worker read from the undecoded request
@@ -139,6 +136,12 @@ func (s *Server) heartbeatWorkerLazy(ctx context.Context, req *comm.Request) (an
 		}
 		return s.heartbeatWorker(ctx, req)
 	}
+	return s.answerHeartbeat(ctx, hb)
+}
+
+// answerHeartbeat runs a heartbeat through the engine on the calling
+// goroutine (loop.callNow) and returns the engine's reply.
+func (s *Server) answerHeartbeat(ctx context.Context, hb *scheduler.WorkerHeartbeat) (any, error) {
 	hb.Base = s.base("heartbeat")
 	return s.loop.callNow(ctx, func(id int64) scheduler.Stimulus {
 		hb.ReplyTo = id
