@@ -39,7 +39,7 @@ func (s *Server) lazyRequest(frame0 []byte) (*Request, bool) {
 	if err != nil {
 		return nil, false
 	}
-	if _, ok := s.LazyHandlers[req.Op]; !ok || req.Op == "" {
+	if _, ok := s.LazyHandlers[req.Op]; !ok {
 		return nil, false
 	}
 	return req, true
