@@ -194,3 +194,24 @@ def test_soak_smoke(tmp_path):
         (k, r) for k in ("py", "go") for r in ("start", 0, 1)]
     assert all(r["rss_bytes"] > 0 for r in recs), recs
     assert all(r["helper_rss_bytes"] > 0 for r in recs if r["scheduler"] == "go"), recs
+
+
+def test_heartbeat_floor_answers_every_heartbeat(tmp_path):
+    """The many-workers benchmark's floor (scripts/bench/heartbeat_floor.py):
+    msgfloor answers 20 connections' heartbeats for 3 s at distributed's
+    interval for 20 workers (1 s), every one of them, and reports a CPU
+    share; the many-workers table shows it as its own row."""
+    import heartbeat_floor
+    import many_workers
+
+    assert heartbeat_floor.heartbeat_interval(20) == 1 and heartbeat_floor.heartbeat_interval(1000) == 6
+    rec = heartbeat_floor.one_run(20, tmp_path / "floor", 3.0, 60)
+    assert rec["ok"], rec.get("error")
+    assert rec["heartbeats"] == 20 * 3, rec
+    assert rec["drive"]["received"] == rec["drive"]["expected"] == 60
+    assert numeric(rec["idle_cpu_pct"]) and rec["idle_cpu_pct"] > 0
+    assert rec["idle_cpu_pct"] == pytest.approx(rec["idle_user_pct"] + rec["idle_sys_pct"])
+    rec["repetition"] = 0
+    md = many_workers.markdown([rec], [{"command": "test", "started": "now", "machine": "here"}])
+    row = next(line for line in md.splitlines() if line.startswith("| 20 | floor |"))
+    assert f"{rec['idle_cpu_pct']:,.2f}" in row, row

@@ -263,8 +263,10 @@ def parse_args(argv=None):
                     help="with --workloads many-workers: idle window, seconds (default 30; smoke 3)")
     ap.add_argument("--many-workers-map", type=int, default=None,
                     help="with --workloads many-workers: tasks of the client.map (default 20000; smoke 500)")
-    ap.add_argument("--many-workers-schedulers", default="py,go",
-                    help="with --workloads many-workers: which schedulers (default py,go; go alone is for profiling)")
+    ap.add_argument("--many-workers-schedulers", default="py,go,floor",
+                    help="with --workloads many-workers: which schedulers (default py,go,floor; floor: the "
+                         "machine's floor for the idle phase's heartbeats, scripts/bench/heartbeat_floor.py; "
+                         "go alone is for profiling)")
     ap.add_argument("--many-workers-merge", type=Path, action="append", default=[],
                     help="with --workloads many-workers: a many-workers.json of an earlier invocation whose runs "
                          "join this one's tables (repeatable)")

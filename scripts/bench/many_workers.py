@@ -20,6 +20,10 @@ Client in this process. It measures, in order:
                workers ran one
     peak RSS   of the scheduler side over the whole run, sampled every 0.1 s
 
+and, as scheduler "floor" (sizes above 2), the machine's floor for the
+idle phase: msgfloor answering the same number of connections'
+heartbeats at the same interval and nothing else (heartbeat_floor.py).
+
 Every CPU and RSS figure of ours is the Go process plus its materializer
 helper, each part shown. Runs are interleaved: for each repetition, each
 size, py then go (ours only at 2 workers: the baseline of issue 31's
@@ -37,6 +41,7 @@ import sys
 import time
 from pathlib import Path
 
+import heartbeat_floor
 from procs import ROOT, Sampler, Scheduler, python_env, record_failure, run_interleaved, stop
 from report import group_medians, runs_table, write_named
 
@@ -171,8 +176,10 @@ def one_run(kind: str, n: int, tmp: Path, idle_s: float, map_n: int, timeout: fl
 
 def run_all(tmp: Path, sizes: list[int], repetitions: int, idle_s: float, map_n: int, timeout: float,
             on_record=lambda results: None, profile: Path | None = None,
-            schedulers: tuple[str, ...] = ("py", "go")) -> list[dict]:
+            schedulers: tuple[str, ...] = ("py", "go", "floor")) -> list[dict]:
     def describe(rec: dict) -> str:
+        if rec["scheduler"] == heartbeat_floor.KIND:
+            return f"idle {rec['idle_cpu_pct']:5.2f} % ({rec['cpu_us_per_heartbeat']:.1f} µs per heartbeat)"
         return (f"register {rec['register_s']:6.1f} s  idle {rec['idle_cpu_pct']:5.2f} %  "
                 f"map {rec['map_cpu_us_per_task']:6.1f} µs/task {rec['map_wall_s']:6.1f} s  "
                 f"spread {rec['spread_wall_s']:5.1f} s on {rec['spread_workers_used']}  "
@@ -181,7 +188,9 @@ def run_all(tmp: Path, sizes: list[int], repetitions: int, idle_s: float, map_n:
     return run_interleaved(
         tmp, NAME, [str(n) for n in sizes], repetitions,
         lambda case, rep: tuple(k for k in schedulers if k == "go" or int(case) > BASELINE_ONLY_GO),
-        lambda case, kind, d, prof: one_run(kind, int(case), d, idle_s, map_n, timeout, prof),
+        lambda case, kind, d, prof: (heartbeat_floor.one_run(int(case), d, idle_s, timeout)
+                                     if kind == heartbeat_floor.KIND
+                                     else one_run(kind, int(case), d, idle_s, map_n, timeout, prof)),
         describe, on_record, profile)
 
 
@@ -189,7 +198,8 @@ def run_all(tmp: Path, sizes: list[int], repetitions: int, idle_s: float, map_n:
 
 FIELDS = ("register_s", "idle_cpu_pct", "idle_go_pct", "idle_helper_pct", "map_cpu_us_per_task",
           "map_go_us_per_task", "map_helper_us_per_task", "map_wall_s", "spread_wall_s", "spread_workers_used",
-          "peak_rss_bytes", "scheduler_peak_rss_bytes", "helper_peak_rss_bytes")
+          "peak_rss_bytes", "scheduler_peak_rss_bytes", "helper_peak_rss_bytes",
+          "idle_user_pct", "idle_sys_pct", "cpu_us_per_heartbeat", "map_tasks")
 
 
 # the "Every run" table: header, field, unit, digits
@@ -223,10 +233,25 @@ def targets(med: dict) -> list[str]:
         out.append(f"- {what}: {'met' if ok else '**not met**'} ({detail})")
 
     line("idle CPU ≤ 0.5 %", go["idle_cpu_pct"] <= 0.5, f"{go['idle_cpu_pct']:.2f} %")
+    floor = med.get((big, heartbeat_floor.KIND))
+    if floor and floor.get("idle_cpu_pct"):
+        out.append(f"  - the floor for the same heartbeats (heartbeat_floor.py, msgfloor answering {big:,} "
+                   f"connections at distributed's heartbeat_interval): {floor['idle_cpu_pct']:.2f} % "
+                   f"({floor['idle_user_pct']:.2f} user + {floor['idle_sys_pct']:.2f} sys, "
+                   f"{floor['cpu_us_per_heartbeat']:.1f} µs per heartbeat); ours / floor = "
+                   f"{go['idle_cpu_pct'] / floor['idle_cpu_pct']:.2f}")
     if go_small and go_small.get("map_cpu_us_per_task"):
         r = go["map_cpu_us_per_task"] / go_small["map_cpu_us_per_task"]
         line(f"map CPU per task ≤ 1.2× ours at {small} workers", r <= 1.2,
              f"{go['map_cpu_us_per_task']:.1f} / {go_small['map_cpu_us_per_task']:.1f} µs = {r:.2f}×")
+        # the workers heartbeat through the map as they do idle: an estimate
+        # of that share is the idle CPU share over the map's wall time
+        beats = go["idle_cpu_pct"] / 100 * go["map_wall_s"] / go["map_tasks"] * 1e6 if go.get("map_tasks") else None
+        if beats is not None:
+            rest = go["map_cpu_us_per_task"] - beats
+            out.append(f"  - of which heartbeats, estimated as the idle CPU share over the map's "
+                       f"{go['map_wall_s']:.1f} s: {beats:.1f} µs per task; the rest, {rest:.1f} µs, is "
+                       f"{rest / go_small['map_cpu_us_per_task']:.2f}× ours at {small} workers")
     if py and py.get("map_cpu_us_per_task"):
         r = go["map_cpu_us_per_task"] / py["map_cpu_us_per_task"]
         line("map CPU per task ≤ 0.15× Python's", r <= 0.15,
@@ -256,12 +281,16 @@ def markdown(results: list[dict], machines: list[dict]) -> str:
         "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for n in sorted({n for n, _ in med}):
-        for kind in ("py", "go"):
+        for kind in ("py", "go", heartbeat_floor.KIND):
             m = med.get((n, kind))
             if m is None:
                 continue
             py = med.get((n, "py"))
-            if kind == "go":
+            if kind == heartbeat_floor.KIND:
+                idle = (f"{fmt(m['idle_cpu_pct'], 1, 2)} ({fmt(m['idle_user_pct'], 1, 2)} user + "
+                        f"{fmt(m['idle_sys_pct'], 1, 2)} sys)")
+                per = rss = "–"
+            elif kind == "go":
                 idle = f"{fmt(m['idle_cpu_pct'], 1, 2)} ({fmt(m['idle_go_pct'], 1, 2)} + {fmt(m['idle_helper_pct'], 1, 2)})"
                 per = (f"{fmt(m['map_cpu_us_per_task'])} ({fmt(m['map_go_us_per_task'])} + "
                        f"{fmt(m['map_helper_us_per_task'])})")
@@ -271,7 +300,7 @@ def markdown(results: list[dict], machines: list[dict]) -> str:
                 idle, per, rss = fmt(m["idle_cpu_pct"], 1, 2), fmt(m["map_cpu_us_per_task"]), fmt(m["peak_rss_bytes"], mib, 0)
 
             def ratio(f):
-                if kind == "py" or not py or not py.get(f) or m.get(f) is None:
+                if kind != "go" or not py or not py.get(f) or m.get(f) is None:
                     return "–"
                 return f"{m[f] / py[f]:.2f}"
 
