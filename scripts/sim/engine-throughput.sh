@@ -32,7 +32,9 @@ for s, recs in runs.items():
     rows = []
     for r, (rec, other) in enumerate(zip(recs, runs["after"])):
         clock = rec.get("engine_clock_ns") or other["engine_clock_ns"]
-        corrected = raw(rec) - rec["engine_handles"] * clock * 1e-9
+        # one clock cost per timed interval (engine_timed: every Handle and
+        # Recycle), per Handle in records made before Recycle was timed
+        corrected = raw(rec) - rec.get("engine_timed", rec["engine_handles"]) * clock * 1e-9
         rows.append({"round": r + 1, "raw_us_per_task": raw(rec) * 1e6 / n, "clock_ns": clock,
                      "us_per_task": corrected * 1e6 / n, "handles": rec["engine_handles"],
                      "makespan_s": rec["makespan_s"], "sim_wall_s": rec["sim_wall_s"]})

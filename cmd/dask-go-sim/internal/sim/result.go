@@ -19,15 +19,17 @@ type Result struct {
 	PeakWorkerMemoryBytes   int64 `json:"peak_worker_memory_bytes"`
 	TransferredBytes        int64 `json:"transferred_bytes"`
 	// EngineCPUS is the engine's CPU time: the thread CPU time measured
-	// around every State.Handle (cputime.go), less the clock's own cost
-	// (EngineClockNs per Handle, clockcost.go). EngineCPURawS is the sum
-	// before that correction (what records before 2026-12 called
-	// engine_cpu_s). EngineCPUUsPerTask is EngineCPUS per task of the graph.
+	// around every State.Handle and State.Recycle (cputime.go), less the
+	// clock's own cost (EngineClockNs per interval, EngineTimed intervals;
+	// clockcost.go). EngineCPURawS is the sum before that correction (what
+	// records before 2026-12 called engine_cpu_s). EngineCPUUsPerTask is
+	// EngineCPUS per task of the graph.
 	EngineCPUS         float64 `json:"engine_cpu_s"`
 	EngineCPUUsPerTask float64 `json:"engine_cpu_us_per_task"`
 	EngineCPURawS      float64 `json:"engine_cpu_raw_s"`
 	EngineClockNs      float64 `json:"engine_clock_ns"`
 	EngineHandles      int64   `json:"engine_handles"`
+	EngineTimed        int64   `json:"engine_timed"`
 	SimWallS           float64 `json:"sim_wall_s"`
 	WorkersOverLimit   int     `json:"workers_over_limit"`
 	MemoryLimitBytes   int64   `json:"memory_limit_bytes"`
@@ -91,7 +93,8 @@ func (s *Sim) result(wall time.Duration) *Result {
 	}
 	r.ReplicasDropped = s.replicasDropped
 	r.SpilledBytes, r.Spill = s.spilledBytes, !s.cfg.NoSpill
-	cpu := max(s.engineCPU-time.Duration(s.handles)*s.clockCost, 0)
+	r.EngineTimed = s.timed
+	cpu := max(s.engineCPU-time.Duration(s.timed)*s.clockCost, 0)
 	r.EngineCPUS, r.EngineCPURawS = cpu.Seconds(), s.engineCPU.Seconds()
 	r.EngineClockNs = float64(s.clockCost.Nanoseconds())
 	if len(s.g.Tasks) > 0 {
