@@ -77,8 +77,11 @@ func (s *State) handleRemoveWorker(addr string, expected, closeIt bool, reason s
 	}
 	s.runTransitions()
 	s.shuffleWorkerLeft(addr)
+	// one message for every worker (read-only once built, like report's):
+	// when all of 1,000 workers leave, that is 1,000 maps less per removal
+	m := msgRemoveWorker(addr, s.stimulusID)
 	for _, other := range s.workerOrder.Items() {
-		s.toWorker(other, msgRemoveWorker(addr, s.stimulusID))
+		s.toWorker(other, m)
 	}
 }
 

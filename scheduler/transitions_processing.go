@@ -111,7 +111,9 @@ func (s *State) addToMemory(ts *TaskState, ws *WorkerState, typ []byte, typeName
 	}
 	if ts.waiters.Len() == 0 && ts.whoWants.Len() == 0 {
 		s.recommend(ts, StatusReleased)
-	} else {
+	} else if ts.whoWants.Len() > 0 {
+		// built only when a client will get it: most tasks in memory are
+		// waited on by dependents and wanted by no client
 		m := msgKeyInMemoryTask(ts, typ)
 		for _, cs := range ts.whoWants.Items() {
 			s.toClient(cs, m)
