@@ -14,13 +14,13 @@ import (
 func (s *State) WhoHas(keys []protocol.Key) map[protocol.Key][]string {
 	out := map[protocol.Key][]string{}
 	if keys == nil {
-		for k, ts := range s.tasks {
+		for k, ts := range s.tasks.all() {
 			out[k] = workerAddrs(ts.whoHas.Items())
 		}
 		return out
 	}
 	for _, k := range keys {
-		if ts := s.tasks[k]; ts != nil {
+		if ts := s.tasks.get(k); ts != nil {
 			out[k] = workerAddrs(ts.whoHas.Items())
 		} else {
 			out[k] = []string{}
@@ -114,7 +114,7 @@ func (s *State) WorkerNanny(addr string) string {
 
 // TaskStatus returns a key's state; ok is false for unknown (forgotten) keys.
 func (s *State) TaskStatus(k protocol.Key) (Status, bool) {
-	ts := s.tasks[k]
+	ts := s.tasks.get(k)
 	if ts == nil {
 		return StatusForgotten, false
 	}
@@ -122,10 +122,10 @@ func (s *State) TaskStatus(k protocol.Key) (Status, bool) {
 }
 
 // Task returns the task's state (read-only) or nil.
-func (s *State) Task(k protocol.Key) *TaskState { return s.tasks[k] }
+func (s *State) Task(k protocol.Key) *TaskState { return s.tasks.get(k) }
 
 // NumTasks is the number of known tasks.
-func (s *State) NumTasks() int { return len(s.tasks) }
+func (s *State) NumTasks() int { return s.tasks.Len() }
 
 // NumWorkers is len(workers), for register-worker's heartbeat-interval.
 func (s *State) NumWorkers() int { return len(s.workers) }
@@ -238,7 +238,7 @@ func nilIfEmpty(s string) any {
 // desired_workers, which the caller adds: O(tasks), as there.
 func (s *State) Counts() map[string]int64 {
 	c := map[string]int64{"clients": int64(len(s.clients)), "workers": int64(len(s.workers)),
-		"tasks": int64(len(s.tasks)), "idle": int64(s.idle.Len()), "saturated": int64(s.saturated.Len()),
+		"tasks": int64(s.tasks.Len()), "idle": int64(s.idle.Len()), "saturated": int64(s.saturated.Len()),
 		"unrunnable": int64(s.unrunnable.Len()), "hosts": int64(len(s.hosts))}
 	var bytes, cores, memory, processing int64
 	for _, ws := range s.workerOrder.Items() {
@@ -249,7 +249,7 @@ func (s *State) Counts() map[string]int64 {
 	}
 	c["bytes"], c["cores"], c["memory"], c["processing"] = bytes, cores, memory, processing
 	var erred, released, waiting, waitingData int64
-	for _, ts := range s.tasks {
+	for _, ts := range s.tasks.all() {
 		switch {
 		case ts.exceptionBlame != nil:
 			erred++

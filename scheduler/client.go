@@ -62,7 +62,7 @@ func (s *State) clientDesiresKeys(keys []protocol.Key, client string) {
 		s.clientOrder.Add(cs)
 	}
 	for _, k := range keys {
-		ts := s.tasks[k]
+		ts := s.tasks.get(k)
 		if ts == nil {
 			s.logf(LogDebug, k, "", client, "client %s desires unknown key %s", client, k)
 			continue
@@ -109,7 +109,7 @@ func (s *State) clientReleasesKeys(keys []protocol.Key, client string) {
 // clientReleasesKeysRecs mirrors SchedulerState._client_releases_keys.
 func (s *State) clientReleasesKeysRecs(keys []protocol.Key, cs *ClientState) {
 	for _, k := range keys {
-		ts := s.tasks[k]
+		ts := s.tasks.get(k)
 		// who_wants mirrors wants_what: test the small side first
 		if ts == nil || !ts.whoWants.Remove(cs) {
 			continue
@@ -160,7 +160,7 @@ func (s *State) stimulusCancel(x *CancelKeys) {
 // every cancelled key is what clients need (they cancel each listed key).
 func (s *State) cancelCollect(keys []protocol.Key, cs *ClientState, force bool, cancelled *[]protocol.Key, clients *[]*ClientState, seen map[protocol.Key]bool) {
 	for _, k := range keys {
-		ts := s.tasks[k]
+		ts := s.tasks.get(k)
 		if ts == nil || seen[k] {
 			continue
 		}
@@ -222,7 +222,7 @@ func (s *State) handleRetry(x *Retry) {
 	for len(stack) > 0 {
 		k := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		ts := s.tasks[k]
+		ts := s.tasks.get(k)
 		if ts == nil {
 			s.logf(LogWarn, k, "", x.Client, "retry of unknown key %s ignored", k)
 			continue
@@ -244,7 +244,7 @@ func (s *State) handleRetry(x *Retry) {
 		}
 	}
 	for _, k := range roots {
-		s.recommend(s.tasks[k], StatusWaiting)
+		s.recommend(s.tasks.get(k), StatusWaiting)
 	}
 	s.runTransitions()
 	if x.ReplyTo != 0 {
@@ -275,7 +275,7 @@ func (s *State) handleUpdateData(x *UpdateData) {
 		if len(holders) == 0 {
 			continue
 		}
-		ts := s.tasks[k]
+		ts := s.tasks.get(k)
 		if ts == nil {
 			ts = s.newTask(k, nil, StatusMemory)
 		}

@@ -57,7 +57,7 @@ func (s *State) PlanReplicate(keys []protocol.Key, n int, workers []string, bran
 	branching = max(branching, 1)
 	plan := ReplicatePlan{Delete: map[string][]protocol.Key{}, Gather: WhoHasPlan{}, Done: true}
 	for _, k := range keys {
-		ts := s.tasks[k]
+		ts := s.tasks.get(k)
 		if ts == nil {
 			return ReplicatePlan{}, fmt.Errorf("KeyError: %s", k)
 		}
@@ -69,7 +69,7 @@ func (s *State) PlanReplicate(keys []protocol.Key, n int, workers []string, bran
 		return plan, nil
 	}
 	for _, k := range keys {
-		ts := s.tasks[k]
+		ts := s.tasks.get(k)
 		have := s.holdersIn(ts, pool)
 		if len(have) > n { // heaviest holders give theirs up
 			for _, ws := range have[n:] {
@@ -173,7 +173,7 @@ func (s *State) PlanRebalance(keys []protocol.Key, workers []string) ([]Move, er
 	if keys != nil {
 		subset = map[*TaskState]bool{}
 		for _, k := range keys {
-			if ts := s.tasks[k]; ts != nil && ts.state == StatusMemory {
+			if ts := s.tasks.get(k); ts != nil && ts.state == StatusMemory {
 				subset[ts] = true
 			}
 		}

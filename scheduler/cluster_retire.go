@@ -92,7 +92,7 @@ func (s *State) AcquireReplicasMsgs(plan WhoHasPlan, sid string) map[string]*pro
 	for to, who := range plan {
 		nbytes := make(map[protocol.Key]int64, len(who))
 		for k := range who {
-			if ts := s.tasks[k]; ts != nil {
+			if ts := s.tasks.get(k); ts != nil {
 				nbytes[k] = s.getNBytes(ts)
 			}
 		}

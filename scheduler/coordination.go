@@ -67,7 +67,7 @@ func (h coordHost) ReleaseKeys(keys []protocol.Key, client string) {
 func (h coordHost) RemoveClient(client string) { h.s.removeClient(client) }
 
 func (h coordHost) FutureState(key protocol.Key) (coord.FutureState, bool) {
-	ts := h.s.tasks[key]
+	ts := h.s.tasks.get(key)
 	if ts == nil {
 		return coord.FutureState{}, false
 	}

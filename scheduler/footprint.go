@@ -41,7 +41,7 @@ func (f Footprint) PerTask() int {
 // Footprint takes the counts; it walks workers and clients, not tasks.
 func (s *State) Footprint() Footprint {
 	f := Footprint{
-		Tasks: len(s.tasks), Groups: len(s.groups), Prefixes: len(s.prefixes),
+		Tasks: s.tasks.Len(), Groups: len(s.groups), Prefixes: len(s.prefixes),
 		Queued: s.queued.Len(), Unrunnable: s.unrunnable.Len(),
 		CoRuns: s.co.bySize.Len(), CoOwned: s.co.owned, StealsInFlight: len(s.steal.inFlight),
 		Workers: len(s.workers), Clients: len(s.clients),

@@ -41,7 +41,7 @@ func (s *State) handleGraphMaterialized(x *GraphMaterialized) {
 	delete(s.pending, x.Client)
 	if x.Err != nil {
 		for _, k := range p.ug.Keys {
-			s.report(msgTaskErred(k, x.Err.Exception, x.Err.Traceback), s.tasks[k], x.Client)
+			s.report(msgTaskErred(k, x.Err.Exception, x.Err.Traceback), s.tasks.get(k), x.Client)
 		}
 	} else {
 		s.applyGraph(p, x.Tasks)
@@ -106,10 +106,10 @@ func (s *State) applyGraph(p *pendingGraph, tasks []GraphTask) {
 		s.clientReleasesKeys(p.ug.Keys, p.ug.Client)
 		return
 	}
-	if len(s.tasks) == 0 {
-		// size the index for the graph: no rehashing while 100k tasks are
-		// created (a Go map never shrinks, so this also frees an old one)
-		s.tasks = make(map[protocol.Key]*TaskState, len(tasks))
+	if s.tasks.Len() == 0 {
+		// size the table for the graph: no growing while 100k tasks are
+		// created (this also frees an old, bigger one)
+		s.tasks.sizeFor(len(tasks))
 	}
 	s.graphEpoch++
 	wanted, touched, fresh := s.generateTaskStates(p.ug.Keys, g)
@@ -171,7 +171,7 @@ func (s *State) hasLostDependencies(g *graphIndex, keys []protocol.Key) bool {
 		g.keyIdx[n] = i
 		if i >= 0 {
 			work = append(work, i)
-		} else if s.tasks[k] == nil {
+		} else if s.tasks.get(k) == nil {
 			return true
 		}
 	}
@@ -190,7 +190,7 @@ func (s *State) hasLostDependencies(g *graphIndex, keys []protocol.Key) bool {
 				if !seen[j] {
 					work = append(work, j)
 				}
-			} else if s.tasks[d] == nil {
+			} else if s.tasks.get(d) == nil {
 				return true
 			}
 		}
@@ -214,7 +214,7 @@ func (s *State) generateTaskStates(keys []protocol.Key, g *graphIndex) (wanted, 
 		stack[n] = keyRef{k, g.keyIdx[n]}
 	}
 	nkeys := len(stack)
-	fresh0 := len(s.tasks) == 0
+	fresh0 := s.tasks.Len() == 0
 	collisions := map[protocol.Key]bool{}
 	// sized for the common graph: every key requested and new
 	wanted = make([]*TaskState, 0, len(keys))
@@ -233,12 +233,12 @@ func (s *State) generateTaskStates(keys []protocol.Key, g *graphIndex) (wanted, 
 		var ts *TaskState
 		if inGraph {
 			spec = &g.tasks[i]
-			ts = g.ts[i] // == s.tasks[k] once generated here
+			ts = g.ts[i] // == s.tasks.get(k) once generated here
 		}
 		if ts == nil && !fresh0 {
 			// a fresh scheduler (no task before this graph) knows no key
 			// the graph does not create: skip a lookup per task
-			ts = s.tasks[k]
+			ts = s.tasks.get(k)
 		}
 		switch {
 		case ts == nil && spec == nil:
@@ -284,7 +284,7 @@ func (s *State) generateTaskStates(keys []protocol.Key, g *graphIndex) (wanted, 
 			if j := g.deps[int(at)+n]; j >= 0 && g.ts[j] != nil {
 				dts = g.ts[j]
 			} else {
-				dts = s.tasks[d]
+				dts = s.tasks.get(d)
 			}
 			if dts == nil {
 				s.logf(LogWarn, spec.Key, "", "", "dependency %s of %s is unknown; edge dropped", d, spec.Key)
@@ -323,7 +323,7 @@ func (s *State) setPriorities(p *pendingGraph, g *graphIndex) {
 	var generation float64
 	var sts *TaskState
 	if p.ug.SubmittingTask != nil {
-		sts = s.tasks[*p.ug.SubmittingTask]
+		sts = s.tasks.get(*p.ug.SubmittingTask)
 	}
 	switch {
 	case sts != nil && sts.hasPriority:
@@ -358,7 +358,7 @@ func (s *State) markActors(p *pendingGraph) {
 		keys = p.ug.Keys
 	}
 	for _, k := range keys {
-		if ts := s.tasks[k]; ts != nil {
+		if ts := s.tasks.get(k); ts != nil {
 			ts.actor = true
 		}
 	}

@@ -161,7 +161,7 @@ func (s *State) handleHeartbeat(x *WorkerHeartbeat) {
 	if x.Executing != nil {
 		ws.executing = x.Executing
 		for k, d := range x.Executing {
-			if ts := s.tasks[k]; ts != nil {
+			if ts := s.tasks.get(k); ts != nil {
 				ts.prefix.addExecTime(d)
 			}
 		}

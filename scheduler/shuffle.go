@@ -182,7 +182,7 @@ func (s *State) shuffleGet(r *shuffleRun, worker string, to int64) {
 // P2PConsistencyError text when no run can be created.
 func (s *State) shuffleCreate(x *ShuffleGetOrCreate) string {
 	bk := barrierKey(x.ShuffleID)
-	barrier := s.tasks[bk]
+	barrier := s.tasks.get(bk)
 	if barrier == nil {
 		return fmt.Sprintf("Barrier task with key %q does not exist. This may be caused by task fusion "+
 			"during graph generation. Please let us know that you ran into this by leaving a comment at "+
@@ -191,7 +191,7 @@ func (s *State) shuffleCreate(x *ShuffleGetOrCreate) string {
 	if barrier.runSpec == nil || barrier.kind != "P2PBarrierTask" {
 		return fmt.Sprintf("Task %s is a %s, not a P2PBarrierTask", bk, barrier.kind)
 	}
-	ts := s.tasks[x.Key]
+	ts := s.tasks.get(x.Key)
 	if ts == nil || ts.state != StatusProcessing {
 		state := "forgotten"
 		if ts != nil {
@@ -230,7 +230,7 @@ func (s *State) requestShuffleRuns() {
 		if r.runSpec != nil || r.requested {
 			continue
 		}
-		barrier := s.tasks[barrierKey(id)]
+		barrier := s.tasks.get(barrierKey(id))
 		if barrier == nil { // cleanup ends runs whose barrier goes; never here
 			s.abandonRun(r, p2pError(fmt.Sprintf("Barrier of shuffle %s is gone", id)))
 			continue
@@ -386,14 +386,14 @@ func (s *State) handleShuffleRestrictTask(x *ShuffleRestrictTask) {
 		msg = fmt.Sprintf("Request stale, expected run_id=%d for %s", x.RunID, r)
 	case r.runID < x.RunID:
 		msg = fmt.Sprintf("Request invalid, expected run_id=%d for %s", x.RunID, r)
-	case s.tasks[x.Key] == nil:
+	case s.tasks.get(x.Key) == nil:
 		msg = fmt.Sprintf("Task %s is unknown to the scheduler", x.Key)
 	}
 	if msg != "" {
 		s.reply(x.ReplyTo, p2pError(msg))
 		return
 	}
-	ts := s.tasks[x.Key]
+	ts := s.tasks.get(x.Key)
 	if s.setShuffleRestriction(ts, x.Worker) {
 		r.restricted = append(r.restricted, ts)
 	}

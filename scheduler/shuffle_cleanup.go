@@ -90,7 +90,7 @@ func (s *State) blameShuffle(ts *TaskState) bool {
 		if r.failed {
 			continue
 		}
-		barrier := s.tasks[barrierKey(id)]
+		barrier := s.tasks.get(barrierKey(id))
 		if barrier == nil {
 			continue
 		}
@@ -124,7 +124,7 @@ func (s *State) cleanOnScheduler(r *shuffleRun) {
 		r.archivedBy = s.stimulusID
 		s.shuffles.archivedNow = append(s.shuffles.archivedNow, r)
 	}
-	if barrier := s.tasks[barrierKey(r.id)]; barrier != nil {
+	if barrier := s.tasks.get(barrierKey(r.id)); barrier != nil {
 		for _, dts := range barrier.dependents.Items() {
 			s.unsetShuffleRestriction(dts)
 		}
@@ -180,7 +180,7 @@ func (s *State) endShuffleStimulus() {
 // create a new run on the workers that are left. Nothing restarts once an
 // output task has erred.
 func (s *State) restartShuffle(id string) {
-	barrier := s.tasks[barrierKey(id)]
+	barrier := s.tasks.get(barrierKey(id))
 	if barrier == nil {
 		return
 	}

@@ -16,7 +16,7 @@ import (
 type State struct {
 	cfg Config
 
-	tasks map[protocol.Key]*TaskState
+	tasks taskTable
 	// tasksPeak is the most tasks held since tasks was last made anew
 	tasksPeak int
 	prefixes  map[string]*TaskPrefix
@@ -113,7 +113,6 @@ func New(cfg Config) *State {
 	}
 	s := &State{
 		cfg:       cfg,
-		tasks:     map[protocol.Key]*TaskState{},
 		prefixes:  map[string]*TaskPrefix{},
 		groups:    map[string]*TaskGroup{},
 		workers:   map[string]*WorkerState{},
@@ -160,7 +159,7 @@ func (s *State) Handle(st Stimulus) Outbox {
 
 func (s *State) begin(b *Base, out *Outbox) {
 	s.out = out
-	s.transitions, s.transitionTasks = 0, len(s.tasks)
+	s.transitions, s.transitionTasks = 0, s.tasks.Len()
 	s.now = b.At
 	s.stimulusID = b.ID
 }

@@ -185,7 +185,7 @@ func (s *State) handleStealResponse(x *StealResponse) {
 		s.logf(LogDebug, x.Key, x.Worker, "", "steal-response ignored: work stealing is off")
 		return
 	}
-	ts := s.tasks[x.Key]
+	ts := s.tasks.get(x.Key)
 	if ts == nil {
 		e.stats.Unknown++
 		s.logf(LogDebug, x.Key, x.Worker, "", "key released between steal request and confirm")
@@ -292,7 +292,7 @@ func (s *State) validateStealing() {
 		}
 		return
 	}
-	for _, ts := range s.tasks {
+	for _, ts := range s.tasks.all() {
 		if ts.stealable() && (ts.state != StatusProcessing || ts.processingOn.steal == nil ||
 			ts.slotSet[roleStealable-1].role != roleStealable) {
 			s.broken(ts, "stealable outside processing")

@@ -191,7 +191,7 @@ func TestStealNeverTakesWithheldRoots(t *testing.T) {
 			s.submit("c1", tasks)
 			s.addWorker("w2", 1)
 			queued := 0
-			for _, ts := range s.tasks {
+			for _, ts := range s.tasks.all() {
 				if ts.state == StatusQueued {
 					queued++
 				}
@@ -241,7 +241,7 @@ func TestStealFastTasksNeverStolen(t *testing.T) {
 	s.submit("c1", rootTasks("rechunk-split", 30))
 	eq(t, s.prefixes["rechunk-split"].durationAverage, 1e-6, "default duration")
 	s.addWorker("w2", 1)
-	for _, ts := range s.tasks {
+	for _, ts := range s.tasks.all() {
 		if ts.stealable() {
 			t.Fatalf("%s stealable", ts.Key)
 		}

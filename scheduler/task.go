@@ -344,8 +344,8 @@ func (s *State) newTask(key protocol.Key, spec *GraphTask, st Status) *TaskState
 	if spec != nil {
 		ts.setSpec(spec)
 	}
-	s.tasks[key] = ts
-	s.tasksPeak = max(s.tasksPeak, len(s.tasks))
+	s.tasks.put(ts)
+	s.tasksPeak = max(s.tasksPeak, s.tasks.Len())
 	return ts
 }
 

@@ -92,9 +92,9 @@ func (s *State) handleTaskFinished(x *TaskFinished) {
 	if ws == nil {
 		return
 	}
-	ts := s.runs.find(x.RunID, x.Key) // s.tasks[x.Key], without the big map's misses
+	ts := s.runs.find(x.RunID, x.Key) // s.tasks.get(x.Key), without the big map's misses
 	if ts == nil {
-		ts = s.tasks[x.Key]
+		ts = s.tasks.get(x.Key)
 	}
 	switch {
 	case ts == nil || ts.state == StatusReleased || ts.state == StatusQueued || ts.state == StatusNoWorker || ts.state == StatusErred:
@@ -132,7 +132,7 @@ func (s *State) handleTaskFinished(x *TaskFinished) {
 
 // handleTaskErred mirrors Scheduler.handle_task_erred / stimulus_task_erred.
 func (s *State) handleTaskErred(x *TaskErred) {
-	ts := s.tasks[x.Key]
+	ts := s.tasks.get(x.Key)
 	if ts != nil && ts.state == StatusProcessing {
 		switch {
 		case ts.runID != x.RunID:
@@ -161,7 +161,7 @@ func (s *State) handleTaskErred(x *TaskErred) {
 
 // handleReleaseWorkerData mirrors Scheduler.release_worker_data.
 func (s *State) handleReleaseWorkerData(x *ReleaseWorkerData) {
-	ts := s.tasks[x.Key]
+	ts := s.tasks.get(x.Key)
 	ws := s.workers[x.Worker]
 	if ts == nil || ws == nil || !ts.whoHas.Has(ws) {
 		return
@@ -181,9 +181,9 @@ func (s *State) addKeys(worker string, keys []protocol.Key) {
 	}
 	var redundant []protocol.Key
 	for _, k := range keys {
-		ts := s.recent.find(k) // s.tasks[k], without the big map's misses
+		ts := s.recent.find(k) // s.tasks.get(k), without the big map's misses
 		if ts == nil {
-			ts = s.tasks[k]
+			ts = s.tasks.get(k)
 		}
 		if ts != nil && ts.state == StatusMemory {
 			s.addReplica(ts, ws)
@@ -202,7 +202,7 @@ func (s *State) handleLongRunning(x *LongRunning) {
 	if s.workers[x.Worker] == nil {
 		return
 	}
-	ts := s.tasks[x.Key]
+	ts := s.tasks.get(x.Key)
 	if ts == nil || ts.processingOn == nil {
 		return
 	}
@@ -226,7 +226,7 @@ func (s *State) handleLongRunning(x *LongRunning) {
 
 // handleReschedule mirrors Scheduler._reschedule.
 func (s *State) handleReschedule(x *Reschedule) {
-	ts := s.tasks[x.Key]
+	ts := s.tasks.get(x.Key)
 	if ts == nil {
 		s.logf(LogWarn, x.Key, x.Worker, "", "reschedule of unknown task %s ignored", x.Key)
 		return
@@ -249,7 +249,7 @@ func (s *State) handleRefreshWhoHas(x *RequestRefreshWhoHas) {
 	var whoHas map[protocol.Key][]string
 	var free []protocol.Key
 	for _, k := range x.Keys {
-		ts := s.tasks[k]
+		ts := s.tasks.get(k)
 		if ts == nil {
 			free = append(free, k)
 			continue

@@ -113,7 +113,7 @@ func (r *transcript) stateText() string {
 		lines = append(lines, line)
 	}
 	byState := map[Status][]string{}
-	for key, ts := range r.s.tasks {
+	for key, ts := range r.s.tasks.all() {
 		byState[ts.state] = append(byState[ts.state], key.String())
 	}
 	for _, st := range []Status{StatusQueued, StatusNoWorker, StatusWaiting, StatusErred, StatusReleased} {

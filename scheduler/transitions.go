@@ -199,7 +199,7 @@ func (s *State) countTransition(ts *TaskState) {
 	s.transitions++
 	// the most tasks held during this stimulus: a release forgets them
 	// as it goes, a graph creates them
-	s.transitionTasks = max(s.transitionTasks, len(s.tasks))
+	s.transitionTasks = max(s.transitionTasks, s.tasks.Len())
 	limit := s.cfg.TransitionCounterMax
 	if limit <= 0 {
 		limit = 16 * (s.transitionTasks + 1024)

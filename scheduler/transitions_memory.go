@@ -195,11 +195,11 @@ func (s *State) propagateForgotten(ts *TaskState) {
 
 // removeKey mirrors SchedulerState._remove_key.
 func (s *State) removeKey(ts *TaskState) {
-	delete(s.tasks, ts.Key)
-	if len(s.tasks) == 0 && s.tasksPeak > emptyMapKeep {
-		// a Go map never shrinks: the buckets of a forgotten 1M-task graph
-		// would stay for the process's life
-		s.tasks, s.tasksPeak = map[protocol.Key]*TaskState{}, 0
+	s.tasks.remove(ts)
+	if s.tasks.Len() == 0 && s.tasksPeak > emptyMapKeep {
+		// the slots of a forgotten 1M-task graph go back to the collector
+		s.tasks.reset()
+		s.tasksPeak = 0
 	}
 	s.unrunnable.Remove(ts)
 	for _, cs := range ts.whoWants.Items() {

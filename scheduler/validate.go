@@ -11,7 +11,7 @@ import (
 // set; a broken invariant is an engine bug, so it panics with the recent
 // story of the task involved.
 func (s *State) validateState() {
-	for k, ts := range s.tasks {
+	for k, ts := range s.tasks.all() {
 		if ts.Key != k {
 			s.broken(ts, "indexed under another key %s", k)
 		}
@@ -33,16 +33,16 @@ func (s *State) validateState() {
 func (s *State) validateRuns() {
 	r := &s.runs
 	for i, ts := range r.items {
-		if ts != nil && (ts.runID != r.base+int64(i) || ts.state != StatusProcessing || s.tasks[ts.Key] != ts) {
+		if ts != nil && (ts.runID != r.base+int64(i) || ts.state != StatusProcessing || s.tasks.get(ts.Key) != ts) {
 			s.broken(ts, "run index entry %d is stale (run id %d)", r.base+int64(i), ts.runID)
 		}
 	}
 	for _, ts := range s.recent.slots {
-		if ts != nil && s.tasks[ts.Key] != ts {
+		if ts != nil && s.tasks.get(ts.Key) != ts {
 			s.broken(ts, "forgotten task still in the key cache")
 		}
 	}
-	for _, ts := range s.tasks {
+	for _, ts := range s.tasks.all() {
 		if ts.state == StatusProcessing && r.find(ts.runID, ts.Key) != ts {
 			s.broken(ts, "processing under run id %d without its run index entry", ts.runID)
 		}
@@ -62,7 +62,7 @@ func (s *State) validateTaskEdges(ts *TaskState) {
 		if !dts.dependents.Has(ts) {
 			s.broken(ts, "not in dependency %s's dependents", dts.Key)
 		}
-		if s.tasks[dts.Key] != dts {
+		if s.tasks.get(dts.Key) != dts {
 			s.broken(ts, "dependency %s is not a known task", dts.Key)
 		}
 		switch ts.state {
@@ -285,7 +285,7 @@ func (s *State) validateClients() {
 		}
 		cs.wantsWhat.validate(s, "wants_what of "+id)
 		for _, ts := range cs.wantsWhat.Items() {
-			if !ts.whoWants.Has(cs) || s.tasks[ts.Key] != ts {
+			if !ts.whoWants.Has(cs) || s.tasks.get(ts.Key) != ts {
 				s.broken(ts, "wants_what of %s asymmetric with who_wants", id)
 			}
 		}
@@ -303,7 +303,7 @@ func (s *State) validateQueue() {
 		}
 	}
 	for _, ts := range s.unrunnable.Items() {
-		if s.tasks[ts.Key] != ts {
+		if s.tasks.get(ts.Key) != ts {
 			s.broken(ts, "unknown task in unrunnable")
 		}
 	}
@@ -348,7 +348,7 @@ func (s *State) validateTaskHeap(h *taskHeap) {
 
 func (s *State) validateGroups() {
 	counts := map[*TaskGroup]*[numStatus]int{}
-	for _, ts := range s.tasks {
+	for _, ts := range s.tasks.all() {
 		c := counts[ts.group]
 		if c == nil {
 			c = &[numStatus]int{}

@@ -110,7 +110,7 @@ func TestLongRunningFreesASlot(t *testing.T) {
 	eq(t, len(computeTasksTo(out, "w1")), 1, "one slot")
 	eq(t, s.Count(StatusQueued), 9, "queued")
 	var running string
-	for _, ts := range s.tasks {
+	for _, ts := range s.tasks.all() {
 		if ts.state == StatusProcessing {
 			running = ts.Key.String()
 		}

@@ -1,0 +1,154 @@
+package scheduler
+
+import (
+	"hash/maphash"
+	"iter"
+
+	"daskgo/protocol"
+)
+
+// taskTable is State.tasks: every task by its key. At a million tasks a
+// Go map[Key]*TaskState cost about a microsecond per task in the engine
+// (scripts/sim/results/engine-throughput.md): its insert and delete each
+// probe a control word, a key header and the key's bytes, three places in
+// a big heap. Here a slot is the key's hash beside the task: an insert
+// writes one slot, a delete finds its task by pointer (no key compared),
+// and a lookup reads the key only where the whole hash matches.
+//
+// Linear probing, at most 3/4 full, deletion by backward shift (no
+// tombstones, so a table emptied and refilled probes as a fresh one).
+// Iteration order is the slots', which depends on the per-table random
+// seed: like a Go map's, no decision may depend on it.
+type taskTable struct {
+	slots  []taskSlot // len a power of two, or nil
+	n      int
+	seed   maphash.Seed
+	seeded bool
+}
+
+type taskSlot struct {
+	h  uint64     // hash of ts.Key; meaningful only when ts != nil
+	ts *TaskState // nil: empty
+}
+
+const taskTableMin = 16
+
+func (t *taskTable) hash(k protocol.Key) uint64 {
+	if !t.seeded {
+		t.seed, t.seeded = maphash.MakeSeed(), true
+	}
+	return maphash.String(t.seed, string(k))
+}
+
+// Len is the number of tasks held.
+func (t *taskTable) Len() int { return t.n }
+
+// sizeFor returns a table of room for n tasks, emptying t.
+func (t *taskTable) sizeFor(n int) {
+	size := taskTableMin
+	for size*3 < n*4 {
+		size *= 2
+	}
+	t.slots, t.n = make([]taskSlot, size), 0
+}
+
+// reset empties t and gives its slots back to the collector.
+func (t *taskTable) reset() { t.slots, t.n = nil, 0 }
+
+// get returns the task of key k, or nil.
+func (t *taskTable) get(k protocol.Key) *TaskState {
+	if t.n == 0 {
+		return nil
+	}
+	h, mask := t.hash(k), len(t.slots)-1
+	for i := int(h) & mask; ; i = (i + 1) & mask {
+		s := &t.slots[i]
+		if s.ts == nil {
+			return nil
+		}
+		if s.h == h && s.ts.Key == k {
+			return s.ts
+		}
+	}
+}
+
+// put sets ts as the task of its key, replacing the one held, as a map
+// assignment does. The probe compares a key only where the whole hash
+// matches, so a new key costs the walk to an empty slot.
+func (t *taskTable) put(ts *TaskState) {
+	if (t.n+1)*4 > len(t.slots)*3 {
+		t.grow()
+	}
+	h, mask := t.hash(ts.Key), len(t.slots)-1
+	i := int(h) & mask
+	for ; t.slots[i].ts != nil; i = (i + 1) & mask {
+		if s := &t.slots[i]; s.h == h && s.ts.Key == ts.Key {
+			s.ts = ts
+			return
+		}
+	}
+	t.slots[i] = taskSlot{h, ts}
+	t.n++
+}
+
+func (t *taskTable) place(s taskSlot) {
+	mask := len(t.slots) - 1
+	i := int(s.h) & mask
+	for t.slots[i].ts != nil {
+		i = (i + 1) & mask
+	}
+	t.slots[i] = s
+}
+
+func (t *taskTable) grow() {
+	old := t.slots
+	t.slots = make([]taskSlot, max(taskTableMin, 2*len(old)))
+	for _, s := range old {
+		if s.ts != nil {
+			t.place(s)
+		}
+	}
+}
+
+// remove deletes ts if t holds it.
+func (t *taskTable) remove(ts *TaskState) {
+	if t.n == 0 {
+		return
+	}
+	mask := len(t.slots) - 1
+	i := int(t.hash(ts.Key)) & mask
+	for t.slots[i].ts != ts {
+		if t.slots[i].ts == nil {
+			return
+		}
+		i = (i + 1) & mask
+	}
+	t.slots[i] = taskSlot{}
+	t.n--
+	// backward shift: pull later entries of the run into the hole when it
+	// lies on their probe path (home cyclically outside (hole, j])
+	for j := (i + 1) & mask; t.slots[j].ts != nil; j = (j + 1) & mask {
+		home := int(t.slots[j].h) & mask
+		var stays bool
+		if i <= j {
+			stays = i < home && home <= j
+		} else {
+			stays = home > i || home <= j
+		}
+		if !stays {
+			t.slots[i], t.slots[j] = t.slots[j], taskSlot{}
+			i = j
+		}
+	}
+}
+
+// all yields every task with its key; t must not change meanwhile.
+func (t *taskTable) all() iter.Seq2[protocol.Key, *TaskState] {
+	return func(yield func(protocol.Key, *TaskState) bool) {
+		for _, s := range t.slots {
+			if s.ts != nil && !yield(s.ts.Key, s.ts) {
+				return
+			}
+		}
+	}
+}
