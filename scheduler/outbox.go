@@ -17,9 +17,9 @@ const (
 	// spareMapMax: an outbox map that held more peers is not reused. A Go
 	// map never shrinks, and ranging over or clearing one costs its size,
 	// not its count: once a graph's compute-tasks went to 1,000 workers,
-	// every later Handle paid for a 1,000-peer map to recycle one or two
-	// peers (18 % of the engine's time on the 1M-task tree over 1,000
-	// simulated workers).
+	// every later Recycle paid for a 1,000-peer map to hand back one or two
+	// peers (18 % of the engine's time replaying a 100k-task tree over
+	// 1,000 simulated workers, BenchmarkEngineReplay).
 	spareMapMax = 64
 )
 
