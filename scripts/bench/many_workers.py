@@ -240,7 +240,7 @@ def targets(med: dict) -> list[str]:
                    f"({floor['idle_user_pct']:.2f} user + {floor['idle_sys_pct']:.2f} sys, "
                    f"{floor['cpu_us_per_heartbeat']:.1f} µs per heartbeat); ours / floor = "
                    f"{go['idle_cpu_pct'] / floor['idle_cpu_pct']:.2f}")
-    if go_small and go_small.get("map_cpu_us_per_task"):
+    if small < big and go_small and go_small.get("map_cpu_us_per_task"):
         r = go["map_cpu_us_per_task"] / go_small["map_cpu_us_per_task"]
         line(f"map CPU per task ≤ 1.2× ours at {small} workers", r <= 1.2,
              f"{go['map_cpu_us_per_task']:.1f} / {go_small['map_cpu_us_per_task']:.1f} µs = {r:.2f}×")
