@@ -9,7 +9,7 @@ import "daskgo/protocol"
 // and TLB misses (scripts/sim/results/engine-throughput.md). A direct-mapped
 // table of 16K slots stays in the processor's caches. It is only a
 // shortcut, like runIndex: a hit counts only for the same key on a task not
-// forgotten, which is then s.tasks.get(key); a miss falls back to the map.
+// forgotten, which is then s.tasks.get(key); a miss falls back to State.tasks.
 // Forgetting a task clears its slot, so the table pins no forgotten task.
 type keyCache struct {
 	slots []*TaskState

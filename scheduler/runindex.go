@@ -10,8 +10,8 @@ import "daskgo/protocol"
 // increasing order, one per compute-task, so the tasks in flight sit in a
 // window of a slice indexed by run id. It is only a shortcut: State.tasks
 // stays the truth, and a hit counts only for the same key on a task not
-// forgotten, which is then s.tasks.get(key) (the map holds exactly the tasks
-// not forgotten).
+// forgotten, which is then s.tasks.get(key) (the table holds exactly the
+// tasks not forgotten).
 //
 // Invariant: items[i] is nil or a task sent with run id base+i. Entries are
 // cleared when their task leaves processing or is sent again; the front of

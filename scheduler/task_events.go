@@ -92,7 +92,7 @@ func (s *State) handleTaskFinished(x *TaskFinished) {
 	if ws == nil {
 		return
 	}
-	ts := s.runs.find(x.RunID, x.Key) // s.tasks.get(x.Key), without the big map's misses
+	ts := s.runs.find(x.RunID, x.Key) // s.tasks.get(x.Key), without the big table's misses
 	if ts == nil {
 		ts = s.tasks.get(x.Key)
 	}
@@ -181,7 +181,7 @@ func (s *State) addKeys(worker string, keys []protocol.Key) {
 	}
 	var redundant []protocol.Key
 	for _, k := range keys {
-		ts := s.recent.find(k) // s.tasks.get(k), without the big map's misses
+		ts := s.recent.find(k) // s.tasks.get(k), without the big table's misses
 		if ts == nil {
 			ts = s.tasks.get(k)
 		}

@@ -21,11 +21,9 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
-import subprocess
 from pathlib import Path
 
-from procs import ROOT, stop
+import msgfloor
 
 # the many-workers benchmark's name for these runs' "scheduler"
 KIND = "floor"
@@ -64,43 +62,24 @@ def make_script(n: int, window_s: float) -> dict:
             "conns": ["rpc"] * n, "events": events}
 
 
-def build(tmp: Path) -> Path:
-    """go build the floor into tmp (never bin/: another run may use it)."""
-    binary = tmp / "msgfloor"
-    if not binary.exists():
-        subprocess.run(["go", "build", "-o", str(binary), "./scripts/bench/msgfloor"], cwd=ROOT, check=True)
-    return binary
-
-
 def one_run(n: int, tmp: Path, idle_s: float, timeout: float) -> dict:
     """The floor's idle CPU share for n workers over idle_s seconds: a record
     with the many-workers benchmark's idle fields, scheduler "floor"."""
     rec = {"case": f"{n} workers", "workers": n, "scheduler": KIND, "idle_s": idle_s, "ok": False,
            "heartbeat_interval_s": heartbeat_interval(n)}
     tmp.mkdir(parents=True, exist_ok=True)
-    binary = build(tmp.parent)
+    binary = tmp.parent / "msgfloor"  # one build for every run under the same directory
     script = tmp / "heartbeats.json.gz"
     with gzip.open(script, "wt") as f:
         json.dump(make_script(n, idle_s), f, separators=(",", ":"))
-    env = {k: v for k, v in os.environ.items() if k != "GOMAXPROCS"}
-    serve = subprocess.Popen([str(binary), "serve", "--script", str(script)], stdout=subprocess.PIPE, text=True,
-                             env=env)
-    drive = None
     try:
-        addr = serve.stdout.readline().strip()
-        if not addr:
-            raise RuntimeError(f"msgfloor serve exited (rc={serve.poll()}) without its address")
-        drive = subprocess.Popen([str(binary), "drive", "--script", str(script), "--addr", addr],
-                                 stdout=subprocess.PIPE, text=True, env=env)
-        d_out, _ = drive.communicate(timeout=idle_s + timeout)
-        s_out, _ = serve.communicate(timeout=60)
-        if drive.returncode or serve.returncode:
-            raise RuntimeError(f"drive rc={drive.returncode}, serve rc={serve.returncode}")
-        d, s = json.loads(d_out.strip().splitlines()[-1]), json.loads(s_out.strip().splitlines()[-1])
+        if not binary.exists():
+            msgfloor.build(tmp.parent)
+        d, s = msgfloor.replay(binary, script, timeout=idle_s + timeout)
         if d["received"] != d["expected"] or s["failed_writes"]:
             raise RuntimeError(f"replies {d['received']}/{d['expected']}, failed writes {s['failed_writes']}")
-        # the serve's window runs from its first accepted connection to the
-        # drive's hang-up: the heartbeats' window plus the dials and drain
+        # the serve's window runs from the first heartbeat it reads to the
+        # drive's hang-up: the heartbeats' window and the drain after it
         window = s["window_s"]
         cpu = s["cpu_user_s"] + s["cpu_sys_s"]
         rec.update(ok=True, window_s=window, heartbeats=s["messages_in"], idle_cpu_pct=100 * cpu / window,
@@ -109,8 +88,4 @@ def one_run(n: int, tmp: Path, idle_s: float, timeout: float) -> dict:
                    cpu_us_per_heartbeat=1e6 * cpu / s["messages_in"], drive=d, serve=s)
     except Exception as e:  # noqa: BLE001 - recorded; fails the exit code
         rec["error"] = f"{type(e).__name__}: {e}"
-    finally:
-        if drive is not None:
-            stop(drive, grace=5)
-        stop(serve, grace=5)
     return rec

@@ -161,8 +161,10 @@ def record(tmp: Path, results: Path, timeout: float) -> tuple[Path, dict]:
 
 # ---- the runs ------------------------------------------------------------------
 
-def floor_run(binary: Path, script: Path, rep: int, tasks: int, speed: float) -> dict:
-    rec = {"kind": "floor", "repetition": rep, "ok": False, "speed": speed}
+def replay(binary: Path, script: Path, speed: float = 1.0, timeout: float = 600) -> tuple[dict, dict]:
+    """msgfloor serve (GOMAXPROCS as our scheduler sets it) replaying script
+    against msgfloor drive at speed: their reports (drive, serve). Raises
+    when either fails; both are stopped by PID, also on failure."""
     env = {**os.environ}
     env.pop("GOMAXPROCS", None)
     serve = subprocess.Popen([str(binary), "serve", "--script", str(script)], stdout=subprocess.PIPE, text=True, env=env)
@@ -174,11 +176,21 @@ def floor_run(binary: Path, script: Path, rep: int, tasks: int, speed: float) ->
         drive = subprocess.Popen([str(binary), "drive", "--script", str(script), "--addr", addr,
                                   "--speed", f"{speed:.4f}"],
                                  stdout=subprocess.PIPE, text=True, env=env)
-        d_out, _ = drive.communicate(timeout=600)
+        d_out, _ = drive.communicate(timeout=timeout)
         s_out, _ = serve.communicate(timeout=60)
         if drive.returncode or serve.returncode:
             raise RuntimeError(f"drive rc={drive.returncode}, serve rc={serve.returncode}")
-        d, s = json.loads(d_out.strip().splitlines()[-1]), json.loads(s_out.strip().splitlines()[-1])
+        return json.loads(d_out.strip().splitlines()[-1]), json.loads(s_out.strip().splitlines()[-1])
+    finally:
+        if drive is not None:
+            stop(drive, grace=5)
+        stop(serve, grace=5)
+
+
+def floor_run(binary: Path, script: Path, rep: int, tasks: int, speed: float) -> dict:
+    rec = {"kind": "floor", "repetition": rep, "ok": False, "speed": speed}
+    try:
+        d, s = replay(binary, script, speed)
         cpu = s["cpu_user_s"] + s["cpu_sys_s"]
         msgs = s["messages_in"] + s["messages_out"]
         rec.update(ok=d["received"] == d["expected"] and s["failed_writes"] == 0, drive=d, serve=s, cpu_s=cpu,
@@ -191,10 +203,6 @@ def floor_run(binary: Path, script: Path, rep: int, tasks: int, speed: float) ->
     except Exception as e:  # noqa: BLE001 - recorded; fails the exit code
         rec["error"] = f"{type(e).__name__}: {e}"
         rec["traceback"] = traceback.format_exc()
-    finally:
-        if drive is not None:
-            stop(drive, grace=5)
-        stop(serve, grace=5)
     return rec
 
 
