@@ -4,11 +4,14 @@ package scheduler
 // first, ties broken oldest first. (priority, seq) is a total order, so
 // the pop order does not depend on how entries are stored, which is:
 //
-//   - run: entries pushed in increasing order, a sorted FIFO. Root-ish
-//     tasks reach the queue in priority order (the transitions loop runs
-//     bulk recommendations most urgent first), so nearly every push and
-//     pop is O(1) with no sifting through a big cache-cold array.
-//   - heap: a binary heap for the entries pushed out of order.
+//   - run: a sorted deque. An entry after the run's last goes on its
+//     back, one before its first on its front. Root-ish tasks reach the
+//     queue in priority order, one way or the other: a graph's roots are
+//     recommended least urgent first (the transitions loop pops its
+//     recommendations from the end), the tasks of successive graphs most
+//     urgent first. Either way every push and pop is O(1), with no sifting
+//     through a big cache-cold array.
+//   - heap: a binary heap for the entries that fit neither end.
 //
 // Entries carry the sort key inline so comparisons never touch the
 // TaskStates, and no TaskState tracks its slot (a slot index written on
@@ -17,8 +20,8 @@ package scheduler
 // dead entry is dropped when it surfaces, or by a compaction once the dead
 // outnumber the live.
 type taskHeap struct {
-	run   []heapEntry // sorted; run[head:] are the entries
-	head  int
+	run   []heapEntry // sorted; run[head:] are the entries, the rest zero
+	head  int         // free slots before the run, taken by front pushes
 	items []heapEntry // the heap
 	live  int         // entries whose ticket is current
 	tok   uint64      // last ticket issued
@@ -82,12 +85,58 @@ func (h *taskHeap) push(ts *TaskState) {
 	ts.heapTok = h.tok
 	h.live++
 	e := heapEntry{prio: ts.priority, seq: ts.queueSeq, ts: ts, tok: h.tok}
-	if n := len(h.run); n == h.head || h.run[n-1].before(&e) {
-		h.run = appendDoubling(h.run, e)
-		return
+	switch n := len(h.run); {
+	case n == h.head || h.run[n-1].before(&e):
+		if n == cap(h.run) {
+			h.recenter(false)
+		}
+		h.run = append(h.run, e) // within capacity: recenter left room
+	case e.before(&h.run[h.head]):
+		if h.head == 0 {
+			h.recenter(true)
+		}
+		h.head--
+		h.run[h.head] = e
+	default:
+		h.items = appendDoubling(h.items, e)
+		h.up(len(h.items) - 1)
 	}
-	h.items = appendDoubling(h.items, e)
-	h.up(len(h.items) - 1)
+	h.bound() // a push can take the entries past the dead entries' bound
+}
+
+// recenter moves the run within an array that leaves as many free slots
+// as the run holds at the end that ran out (atFront: before the run, else
+// after it) and a quarter as many at the other, so that pushes at either
+// end, or at both in turn, are amortized O(1), and the arrays grow about
+// as a doubling slice's would. The array is reused when it is big enough,
+// else a new one is made; every slot outside the run is zero, so the array
+// pins no task.
+func (h *taskHeap) recenter(atFront bool) {
+	n := len(h.run) - h.head
+	few := max(n/4, 8)
+	room := max(n, 8)
+	arr := h.run[:cap(h.run)]
+	reused := len(arr) >= room+n+few
+	if !reused {
+		arr = make([]heapEntry, room+n+few)
+	}
+	start := few // the room after the run is the rest of the array
+	if atFront {
+		start = len(arr) - n - few
+	}
+	copy(arr[start:], h.run[h.head:])
+	if reused {
+		clear(arr[:start])
+		clear(arr[start+n:])
+	}
+	h.run, h.head = arr[:start+n], start
+}
+
+// emptyRun makes the run empty, keeping its array and starting in its
+// middle so that the next pushes need no move at either end.
+func (h *taskHeap) emptyRun() {
+	mid := cap(h.run) / 2
+	h.run, h.head = h.run[:mid], mid
 }
 
 // dropTop removes the heap's top entry, live or dead.
@@ -101,17 +150,15 @@ func (h *taskHeap) dropTop() {
 	}
 }
 
-// dropHead removes the run's first entry, live or dead; the consumed
-// prefix is reclaimed once it is half the slice (amortized O(1)).
+// dropHead removes the run's first entry, live or dead. The slot joins
+// the free room before the run, which front pushes take again; a run that
+// only grows at the back is moved to a new middle when it reaches the end
+// of its array (recenter), so the room a FIFO leaves behind is bounded.
 func (h *taskHeap) dropHead() {
 	h.run[h.head] = heapEntry{}
 	h.head++
 	if h.head == len(h.run) {
-		h.run, h.head = h.run[:0], 0
-	} else if h.head >= 1024 && 2*h.head >= len(h.run) {
-		n := copy(h.run, h.run[h.head:])
-		clear(h.run[n:])
-		h.run, h.head = h.run[:n], 0
+		h.emptyRun()
 	}
 }
 
@@ -168,7 +215,8 @@ func (h *taskHeap) bound() {
 	case h.live == 0:
 		clear(h.run)
 		clear(h.items)
-		h.run, h.head, h.items = h.run[:0], 0, h.items[:0]
+		h.emptyRun()
+		h.items = h.items[:0]
 	case h.size() > 64 && h.size() > 2*h.live:
 		h.compact()
 	}

@@ -106,10 +106,19 @@ func TestDataProducerIsRootish(t *testing.T) {
 	eq(t, s.Count(StatusQueued), 1, "data producers are queued like root tasks")
 }
 
-// TestTaskHeapMatchesSortedOrder drives the queue (sorted run + heap, lazy
-// removal) with random pushes, mid-queue removals and pops, and checks each
-// pop against a plain sorted reference and the queue's invariants.
+// TestTaskHeapMatchesSortedOrder drives the queue (sorted deque + heap,
+// lazy removal) with random pushes, mid-queue removals and pops, and checks
+// each pop against a plain sorted reference and the queue's invariants.
+// Pushes come mostly in increasing order (successive graphs' roots), mostly
+// in decreasing order (one graph's roots) or in both, each with a quarter
+// out of order.
 func TestTaskHeapMatchesSortedOrder(t *testing.T) {
+	for _, order := range []string{"increasing", "decreasing", "both"} {
+		t.Run(order, func(t *testing.T) { checkTaskHeapOrder(t, order) })
+	}
+}
+
+func checkTaskHeapOrder(t *testing.T, order string) {
 	s := New(Config{ValidateInvariants: true})
 	rng := uint64(42)
 	next := func(n int) int { // xorshift: deterministic, no global rand
@@ -127,6 +136,9 @@ func TestTaskHeapMatchesSortedOrder(t *testing.T) {
 			seq++
 			ts := &TaskState{state: StatusQueued, queueSeq: seq, recIdx: -1}
 			o := float64(seq)
+			if order == "decreasing" || (order == "both" && next(2) == 0) {
+				o = float64(1_000_000 - seq)
+			}
 			if next(4) == 0 {
 				o = float64(next(int(seq) + 1))
 			}
@@ -156,5 +168,62 @@ func TestTaskHeapMatchesSortedOrder(t *testing.T) {
 		}
 		eq(t, h.Len(), len(ref), "live count")
 		s.validateTaskHeap(&h)
+	}
+}
+
+// A graph's roots are queued least urgent first: every push must go on the
+// run's front (no entry in the heap, so no sifting), and pops come out most
+// urgent first, also with pops between the pushes.
+func TestTaskHeapTakesDescendingPushesOnTheFront(t *testing.T) {
+	s := New(Config{ValidateInvariants: true})
+	var h taskHeap
+	var all []*TaskState
+	for i := range 5000 {
+		ts := &TaskState{state: StatusQueued, queueSeq: uint64(i + 1), recIdx: -1, priority: priority{0, 1, float64(5000 - i)}}
+		h.push(ts)
+		all = append(all, ts)
+		if i%7 == 6 { // a slot opened: the most urgent so far goes
+			if got := h.pop(); got != ts {
+				t.Fatalf("push %d: popped %v, want the last pushed %v", i, got.priority, ts.priority)
+			}
+			all = all[:len(all)-1]
+		}
+	}
+	eq(t, len(h.items), 0, "entries sifted through the heap")
+	s.validateTaskHeap(&h)
+	for i := len(all) - 1; i >= 0; i-- {
+		if got := h.pop(); got != all[i] {
+			t.Fatalf("popped %v, want %v", got.priority, all[i].priority)
+		}
+	}
+	eq(t, h.Len(), 0, "left in the queue")
+	if cap(h.run) > 2*5000 {
+		t.Fatalf("the run's array grew to %d slots for at most 5,000 entries", cap(h.run))
+	}
+}
+
+// Pushes that alternate between the two ends (each more urgent than all
+// before it, or less) all stay in the run, and come out in order.
+func TestTaskHeapTakesPushesAtBothEnds(t *testing.T) {
+	s := New(Config{ValidateInvariants: true})
+	var h taskHeap
+	const n = 20000
+	byPrio := make([]*TaskState, 2*n+1)
+	for i := range n {
+		for _, o := range []int{n - i, n + 1 + i} { // front, then back
+			ts := &TaskState{state: StatusQueued, queueSeq: uint64(2*i + 1), recIdx: -1, priority: priority{0, 0, float64(o)}}
+			h.push(ts)
+			byPrio[o] = ts
+		}
+	}
+	eq(t, len(h.items), 0, "entries sifted through the heap")
+	s.validateTaskHeap(&h)
+	if cap(h.run) > 4*2*n {
+		t.Fatalf("the run's array grew to %d slots for %d entries", cap(h.run), 2*n)
+	}
+	for o := 1; o <= 2*n; o++ {
+		if got := h.pop(); got != byPrio[o] {
+			t.Fatalf("popped %v, want priority %d", got.priority, o)
+		}
 	}
 }
