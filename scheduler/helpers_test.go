@@ -279,3 +279,15 @@ func eqSlice[T comparable](t *testing.T, got, want []T, what string) {
 var inf = math.Inf(1)
 
 const time5s = 5 * time.Second
+
+// xorshift returns a deterministic pseudo-random source (no global rand):
+// next(n) is in [0, n).
+func xorshift(seed uint64) func(n int) int {
+	rng := seed
+	return func(n int) int {
+		rng ^= rng << 13
+		rng ^= rng >> 7
+		rng ^= rng << 17
+		return int(rng % uint64(n))
+	}
+}

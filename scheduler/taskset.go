@@ -33,7 +33,7 @@ const (
 // owns reports whether ts's slot of s's role names s: ts's position in s
 // is then TaskState.slotPos of that role. A task's slot is split into two
 // arrays (set pointers, positions) so that it packs into 12 bytes a role
-// instead of a padded 16, keeping TaskState within 512 bytes.
+// instead of a padded 16, keeping TaskState small (oset.go).
 func (s *taskSet) owns(ts *TaskState) bool {
 	return s.role != roleNone && ts.slotSet[s.role-1] == s
 }

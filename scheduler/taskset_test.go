@@ -14,13 +14,7 @@ func TestTaskSetMatchesOset(t *testing.T) {
 	}
 	sets := []*taskSet{{role: roleHasWhat}, {role: roleHasWhat}, {role: roleHasWhat}, {}}
 	refs := make([]oset[*TaskState], len(sets))
-	rng := uint64(7)
-	next := func(n int) int {
-		rng ^= rng << 13
-		rng ^= rng >> 7
-		rng ^= rng << 17
-		return int(rng % uint64(n))
-	}
+	next := xorshift(7)
 	for step := 0; step < 10000; step++ {
 		j := next(len(sets))
 		ts := tasks[next(len(tasks))]

@@ -120,13 +120,7 @@ func TestTaskHeapMatchesSortedOrder(t *testing.T) {
 
 func checkTaskHeapOrder(t *testing.T, order string) {
 	s := New(Config{ValidateInvariants: true})
-	rng := uint64(42)
-	next := func(n int) int { // xorshift: deterministic, no global rand
-		rng ^= rng << 13
-		rng ^= rng >> 7
-		rng ^= rng << 17
-		return int(rng % uint64(n))
-	}
+	next := xorshift(42)
 	var h taskHeap
 	var ref []*TaskState // live queued tasks, any order
 	seq := uint64(0)
