@@ -47,9 +47,10 @@ var wantDefaults = SchedulerSettings{
 		"distributed.http.scheduler.json", "distributed.http.health",
 		"distributed.http.proxy", "distributed.http.statics",
 	},
-	TaskStreamLength: 1000,
-	TLS:              TLSSettings{MinVersion: 1.2},
-	DefaultScheme:    "tcp",
+	TaskStreamLength:  1000,
+	LowLevelLogLength: 1000,
+	TLS:               TLSSettings{MinVersion: 1.2},
+	DefaultScheme:     "tcp",
 }
 
 func TestSettingsDefaults(t *testing.T) {
@@ -205,6 +206,8 @@ func TestInvalidSettings(t *testing.T) {
 		{[]string{"DASK_DISTRIBUTED__SCHEDULER__WORKER_TTL=5 parsecs", "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES=1.5"},
 			[]string{`distributed.scheduler.worker-ttl: "5 parsecs" is not a duration`,
 				`distributed.scheduler.allowed-failures: 1.5 is not an integer`}},
+		{[]string{"DASK_DISTRIBUTED__ADMIN__LOW_LEVEL_LOG_LENGTH=0"},
+			[]string{`distributed.admin.low-level-log-length: 0 is not an integer >= 1`}},
 		{[]string{"DASK_DISTRIBUTED__SCHEDULER__BANDWIDTH=-1"},
 			[]string{`distributed.scheduler.bandwidth: -1 is not a byte size > 0`}},
 		{[]string{"DASK_DISTRIBUTED__SCHEDULER__BANDWIDTH=fast"},

@@ -18,6 +18,8 @@ import (
 // distributed.yaml does.
 const defaultsYAML = `
 distributed:
+  admin:
+    low-level-log-length: 1000
   scheduler:
     allowed-failures: 3
     bandwidth: 100000000
@@ -151,6 +153,10 @@ type SchedulerSettings struct {
 	// HTTPRoutes are the route modules the dashboard address serves
 	// (distributed.scheduler.http.routes; scheduler/server/web).
 	HTTPRoutes []string
+	// LowLevelLogLength bounds the transition log (SchedulerState's
+	// transition_log, which Client.story reads) and each event topic's
+	// deque (Broker), as distributed.admin.low-level-log-length does.
+	LowLevelLogLength int
 	// TaskStreamLength: task runs the dashboard's task stream keeps
 	// (distributed.scheduler.dashboard.status.task-stream-length).
 	TaskStreamLength int
@@ -219,6 +225,7 @@ func SchedulerSettingsFrom(cfg *DaskConfig) (SchedulerSettings, error) {
 		ConnectionLimit:              r.optInteger("distributed.scheduler.connection-limit"),
 		HTTPRoutes:                   r.strings("distributed.scheduler.http.routes"),
 		TaskStreamLength:             r.integer("distributed.scheduler.dashboard.status.task-stream-length"),
+		LowLevelLogLength:            r.integer("distributed.admin.low-level-log-length"),
 		TLS: TLSSettings{
 			CAFile:     r.optString("distributed.comm.tls.ca-file"),
 			Cert:       r.optString("distributed.comm.tls.scheduler.cert"),
@@ -263,6 +270,9 @@ func (s *SchedulerSettings) Validate() error {
 		if n < 0 {
 			bad(key, n, "an integer >= 0")
 		}
+	}
+	if s.LowLevelLogLength < 1 { // distributed's deque(maxlen=0) would keep no story at all
+		bad("distributed.admin.low-level-log-length", s.LowLevelLogLength, "an integer >= 1")
 	}
 	if s.Bandwidth <= 0 {
 		bad("distributed.scheduler.bandwidth", s.Bandwidth, "a byte size > 0")

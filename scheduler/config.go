@@ -76,8 +76,10 @@ type Config struct {
 	// ValidateInvariants checks every invariant after every Handle and panics with the
 	// task's story on a broken one (dask's validate flag). Tests turn it on.
 	ValidateInvariants bool
-	// TransitionLogSize bounds the transition log (default 100000, dask's
-	// transition-log-length).
+	// TransitionLogSize bounds the transition log (default 1000, as
+	// distributed.admin.low-level-log-length bounds SchedulerState's
+	// transition_log: a bigger ring pins the keys and stimulus ids of tasks
+	// long forgotten, and every transition writes a cache-cold entry).
 	TransitionLogSize int
 	// TransitionCounterMax bounds the transitions one stimulus may cause
 	// (distributed's transition_counter_max, which bounds them over the
@@ -160,7 +162,7 @@ func (c *Config) Validate() error {
 		c.LeaseValidationInterval = 10 * time.Second
 	}
 	if c.TransitionLogSize <= 0 {
-		c.TransitionLogSize = 100000
+		c.TransitionLogSize = 1000
 	}
 	if c.TaskStreamLength <= 0 {
 		c.TaskStreamLength = 100000

@@ -213,6 +213,8 @@ func engineConfig(st compat.SchedulerSettings) scheduler.Config {
 		NoActiveMemoryManager:        !st.ActiveMemoryManager,
 		ActiveMemoryManagerInterval:  st.ActiveMemoryManagerInterval,
 		DefaultTaskDurations:         st.DefaultTaskDurations,
+		TransitionLogSize:            st.LowLevelLogLength,
+		EventLogLength:               st.LowLevelLogLength,
 	}
 	if c.CoFamilyDepth <= 0 { // the engine reads 0 as its default
 		c.CoFamilyDepth = -1

@@ -37,3 +37,23 @@ func TestEngineConfigWorkStealing(t *testing.T) {
 		}
 	}
 }
+
+// TestEngineConfigLogLengths: distributed.admin.low-level-log-length bounds
+// the transition log (what Client.story reads) and the event topics, 1000
+// by default as in distributed.yaml.
+func TestEngineConfigLogLengths(t *testing.T) {
+	for env, want := range map[string]int{"": 1000, "DASK_DISTRIBUTED__ADMIN__LOW_LEVEL_LOG_LENGTH=50000": 50000} {
+		var vars []string
+		if env != "" {
+			vars = []string{env}
+		}
+		st, err := compat.LoadSchedulerSettings(compat.ConfigSources{Paths: []string{}, Env: vars})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ec := engineConfig(st)
+		if ec.TransitionLogSize != want || ec.EventLogLength != want {
+			t.Errorf("env %q: transition log %d, event topics %d, want %d", env, ec.TransitionLogSize, ec.EventLogLength, want)
+		}
+	}
+}
