@@ -5,13 +5,14 @@ package scheduler
 // the pop order does not depend on how entries are stored, which is:
 //
 //   - run: a sorted deque. An entry after the run's last goes on its
-//     back, one before its first on its front. Root-ish tasks reach the
-//     queue in priority order, one way or the other: a graph's roots are
-//     recommended least urgent first (the transitions loop pops its
-//     recommendations from the end), the tasks of successive graphs most
-//     urgent first. Either way every push and pop is O(1), with no sifting
-//     through a big cache-cold array.
-//   - heap: a binary heap for the entries that fit neither end.
+//     back, one before its first on its front. Root-ish tasks often reach
+//     the queue in priority order, one way or the other: the simulator's
+//     graphs recommend their roots least urgent first (the transitions
+//     loop pops its recommendations from the end), successive graphs come
+//     most urgent first. Those pushes and their pops are O(1), with no
+//     sifting through a big cache-cold array.
+//   - heap: a binary heap for the entries that fit neither end (a graph
+//     whose keys the helper lists in no priority order).
 //
 // Entries carry the sort key inline so comparisons never touch the
 // TaskStates, and no TaskState tracks its slot (a slot index written on
@@ -88,12 +89,12 @@ func (h *taskHeap) push(ts *TaskState) {
 	switch n := len(h.run); {
 	case n == h.head || h.run[n-1].before(&e):
 		if n == cap(h.run) {
-			h.recenter(false)
+			h.makeRoom(false)
 		}
-		h.run = append(h.run, e) // within capacity: recenter left room
+		h.run = append(h.run, e) // within capacity: makeRoom left room
 	case e.before(&h.run[h.head]):
 		if h.head == 0 {
-			h.recenter(true)
+			h.makeRoom(true)
 		}
 		h.head--
 		h.run[h.head] = e
@@ -104,14 +105,14 @@ func (h *taskHeap) push(ts *TaskState) {
 	h.bound() // a push can take the entries past the dead entries' bound
 }
 
-// recenter moves the run within an array that leaves as many free slots
+// makeRoom moves the run within an array that leaves as many free slots
 // as the run holds at the end that ran out (atFront: before the run, else
 // after it) and a quarter as many at the other, so that pushes at either
 // end, or at both in turn, are amortized O(1), and the arrays grow about
 // as a doubling slice's would. The array is reused when it is big enough,
 // else a new one is made; every slot outside the run is zero, so the array
 // pins no task.
-func (h *taskHeap) recenter(atFront bool) {
+func (h *taskHeap) makeRoom(atFront bool) {
 	n := len(h.run) - h.head
 	few := max(n/4, 8)
 	room := max(n, 8)
@@ -152,8 +153,8 @@ func (h *taskHeap) dropTop() {
 
 // dropHead removes the run's first entry, live or dead. The slot joins
 // the free room before the run, which front pushes take again; a run that
-// only grows at the back is moved to a new middle when it reaches the end
-// of its array (recenter), so the room a FIFO leaves behind is bounded.
+// only grows at the back is moved down when it reaches the end of its
+// array (makeRoom), so the room a FIFO leaves behind is bounded.
 func (h *taskHeap) dropHead() {
 	h.run[h.head] = heapEntry{}
 	h.head++
