@@ -203,9 +203,11 @@ func TestTaskHeapTakesPushesAtBothEnds(t *testing.T) {
 	var h taskHeap
 	const n = 20000
 	byPrio := make([]*TaskState, 2*n+1)
+	seq := uint64(0)
 	for i := range n {
 		for _, o := range []int{n - i, n + 1 + i} { // front, then back
-			ts := &TaskState{state: StatusQueued, queueSeq: uint64(2*i + 1), recIdx: -1, priority: priority{0, 0, float64(o)}}
+			seq++
+			ts := &TaskState{state: StatusQueued, queueSeq: seq, recIdx: -1, priority: priority{0, 0, float64(o)}}
 			h.push(ts)
 			byPrio[o] = ts
 		}
