@@ -52,10 +52,12 @@ func (s *State) msgFreeTask(ts *TaskState) *protocol.Map {
 	b := &struct {
 		m    protocol.Map
 		es   [3]protocol.Entry
+		list []protocol.Key
 		keys [1]protocol.Key
 	}{}
 	b.keys[0] = ts.Key
-	b.es = [3]protocol.Entry{{Key: "op", Value: "free-keys"}, {Key: "keys", Value: b.keys[:]}, {Key: "stimulus_id", Value: s.sidAny()}}
+	b.list = b.keys[:]
+	b.es = [3]protocol.Entry{{Key: "op", Value: "free-keys"}, {Key: "keys", Value: protocol.KeysAt(&b.list)}, {Key: "stimulus_id", Value: s.sidAny()}}
 	b.m.Entries = b.es[:]
 	return &b.m
 }
@@ -124,11 +126,19 @@ func (s *State) computeSIDNow() any {
 }
 
 // computeTaskMsg is a compute-task message in one allocation: the map, its
-// entries and the priority tuple's backing array.
+// entries and the values its interfaces point at (protocol.Int64At).
 type computeTaskMsg struct {
-	m    protocol.Map
-	es   [12]protocol.Entry
-	prio [3]any
+	m     protocol.Map
+	es    [12]protocol.Entry
+	prio  priorityWire
+	runID int64
+}
+
+// computeTaskWithDeps is a compute-task with its who_has and nbytes, still
+// one allocation.
+type computeTaskWithDeps struct {
+	computeTaskMsg
+	deps computeTaskDeps
 }
 
 // computeTaskDeps is who_has and nbytes of a compute-task in one
@@ -156,8 +166,13 @@ func (s *State) taskToMsg(ts *TaskState) *protocol.Map {
 	// (protocol.KeyList); nil for a root task, which encodes as {}
 	var whoHas *protocol.KeyList[[]string]
 	var nbytes *protocol.KeyList[int64]
-	if deps := ts.dependencies.Items(); len(deps) > 0 {
-		d := &computeTaskDeps{}
+	var b *computeTaskMsg
+	if deps := ts.dependencies.Items(); len(deps) == 0 {
+		b = &computeTaskMsg{}
+	} else {
+		bd := &computeTaskWithDeps{}
+		b = &bd.computeTaskMsg
+		d := &bd.deps
 		whoHas, nbytes = &d.whoHas, &d.nbytes
 		whoHas.Items, nbytes.Items = d.wh[:0], d.nb[:0]
 		total := 0
@@ -183,12 +198,12 @@ func (s *State) taskToMsg(ts *TaskState) *protocol.Map {
 	if ann == nil {
 		ann = emptyAnnotations
 	}
-	b := &computeTaskMsg{}
 	es := b.es[:]
 	b.m.Entries = es
 	es[0] = entry("op", "compute-task")
 	es[1] = entry("key", ts.keyAny)
-	es[2] = entry("run_id", ts.runID)
+	b.runID = ts.runID
+	es[2] = entry("run_id", protocol.Int64At(&b.runID))
 	// built per message, not held per task: most tasks are sent once
 	es[3] = entry("priority", ts.priority.wireInto(&b.prio))
 	es[4] = entry("stimulus_id", s.computeSIDNow())

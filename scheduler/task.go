@@ -56,18 +56,30 @@ func (p priority) less(q priority) bool {
 	return false
 }
 
-// wireInto renders the tuple as compute-task's array of numbers, in the
-// message's own allocation: integral elements as ints (as Python sends
-// them), others as floats.
-func (p priority) wireInto(out *[3]any) []any {
+// priorityWire is the priority tuple as compute-task sends it, stored in
+// the message's own allocation (protocol.Int64At): the array, its items
+// and the numbers behind them.
+type priorityWire struct {
+	list  []any
+	items [3]any
+	ints  [3]int64
+	flts  [3]float64
+}
+
+// wireInto renders the tuple as compute-task's array of numbers into w:
+// integral elements as ints (as Python sends them), others as floats.
+func (p priority) wireInto(w *priorityWire) any {
 	for i, f := range p {
 		if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
-			out[i] = int64(f)
+			w.ints[i] = int64(f)
+			w.items[i] = protocol.Int64At(&w.ints[i])
 		} else {
-			out[i] = f
+			w.flts[i] = f
+			w.items[i] = protocol.Float64At(&w.flts[i])
 		}
 	}
-	return out[:]
+	w.list = w.items[:]
+	return protocol.AnysAt(&w.list)
 }
 
 // TaskState mirrors distributed.scheduler.TaskState: everything the
