@@ -216,6 +216,20 @@ func (f *Fields) Str() (string, error) {
 	return string(b), nil
 }
 
+// StrAs reads a str as Str does, returning same itself (no copy) when the
+// str equals it: for a field that mostly repeats a value the reader knows.
+func (f *Fields) StrAs(same string) (string, error) {
+	n, isNil, err := f.expect('s', "a str")
+	if err != nil || isNil {
+		return "", err
+	}
+	b, _ := f.d.take(n) // length checked by header
+	if string(b) == same {
+		return same, nil
+	}
+	return string(b), nil
+}
+
 // Bin reads a bin value (copied; nil reads as nil).
 func (f *Fields) Bin() ([]byte, error) {
 	n, isNil, err := f.expect('b', "a bin")
@@ -289,4 +303,66 @@ func wrapDecode(err error) error {
 		return nil
 	}
 	return fmt.Errorf("%w: %v", ErrDecode, err)
+}
+
+// Key reads a dask key. A str in msgpack's smallest form, which is what
+// Python writes, is already its canonical Key and is copied once; anything
+// else goes through Value and KeyOf, which canonicalize it or refuse it
+// with the error the generic path gives.
+func (f *Fields) Key() (Key, error) {
+	if raw, ok := minimalStr(f.d.buf[f.d.pos:]); ok {
+		f.d.pos += len(raw)
+		return Key(raw), nil
+	}
+	v, err := f.Value()
+	if err != nil {
+		return "", err
+	}
+	return KeyOf(v)
+}
+
+// Keys reads a list of dask keys (nil reads as none), as KeysOf reads
+// the decoded list.
+func (f *Fields) Keys() ([]Key, error) {
+	if f.d.pos < len(f.d.buf) && f.d.buf[f.d.pos] == mpNil {
+		f.d.pos++
+		return nil, nil
+	}
+	n, err := f.Array()
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]Key, n)
+	for i := range keys {
+		if keys[i], err = f.Key(); err != nil {
+			return nil, fmt.Errorf("key %d: %w", i, err)
+		}
+	}
+	return keys, nil
+}
+
+// minimalStr returns the str at the start of b, header included, when it
+// is complete and its header is the smallest that fits its length.
+func minimalStr(b []byte) ([]byte, bool) {
+	if len(b) == 0 {
+		return nil, false
+	}
+	var n, hdr int
+	switch c := b[0]; {
+	case c&0xe0 == 0xa0:
+		n, hdr = int(c&0x1f), 1
+	case c == 0xd9 && len(b) >= 2 && b[1] >= 32:
+		n, hdr = int(b[1]), 2
+	case c == 0xda && len(b) >= 3:
+		n, hdr = int(binary.BigEndian.Uint16(b[1:])), 3
+		if n <= math.MaxUint8 {
+			return nil, false
+		}
+	default: // str32 keys do not occur; Value and KeyOf take them
+		return nil, false
+	}
+	if len(b) < hdr+n {
+		return nil, false
+	}
+	return b[:hdr+n], true
 }

@@ -2,6 +2,8 @@ package protocol
 
 import (
 	"bytes"
+	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -164,5 +166,96 @@ func TestFieldsRawAndBool(t *testing.T) {
 	}
 	if _, err := (&Fields{}).Raw(); err == nil {
 		t.Fatal("Raw of nothing is not an error")
+	}
+}
+
+// Fields.Key gives exactly KeyOf's key for what the generic decoder reads,
+// taking a smallest-form str whole and everything else through KeyOf.
+func TestFieldsKeyMatchesKeyOf(t *testing.T) {
+	long := strings.Repeat("k", 300)
+	// str8 holding 5 bytes: not Python's smallest form, canonicalized
+	nonMinimal := []byte{0x81, 0xa1, 'v', 0xd9, 5, 'x', '-', 'a', 'b', 'c'}
+	for name, v := range map[string]any{
+		"fixstr": "inc-1", "str8": strings.Repeat("s", 40), "str16": long, "empty": "",
+		"tuple": []any{"x", int64(3)}, "int": int64(7), "float": 2.5,
+	} {
+		frames, err := Encode(NewMap("v", v), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := fieldsAt(t, frames[0])
+		got, err := f.Key()
+		want, _ := KeyOf(v)
+		if err != nil || got != want {
+			t.Errorf("%s: Key() = %q, %v; want %q", name, got, err, want)
+		}
+		if f.left != 0 || f.d.pos != len(frames[0]) {
+			t.Errorf("%s: Key() left the reader at %d of %d", name, f.d.pos, len(frames[0]))
+		}
+	}
+	f := fieldsAt(t, nonMinimal)
+	if got, err := f.Key(); err != nil || got != StrKey("x-abc") {
+		t.Errorf("non-minimal str8: Key() = %q, %v", got, err)
+	}
+	for name, v := range map[string]any{"bool": true, "nil": nil, "map": NewMap("a", int64(1))} {
+		frames, _ := Encode(NewMap("v", v), nil)
+		f := fieldsAt(t, frames[0])
+		if k, err := f.Key(); err == nil {
+			t.Errorf("%s: Key() = %q, want an error", name, k)
+		}
+	}
+	frames, _ := Encode(NewMap("v", "a-long-enough-key"), nil)
+	for cut := 3; cut < len(frames[0]); cut++ {
+		f := fieldsAt(t, frames[0][:cut])
+		if k, err := f.Key(); err == nil {
+			t.Fatalf("cut at %d: Key() = %q from a truncated str", cut, k)
+		}
+	}
+}
+
+func TestFieldsKeys(t *testing.T) {
+	for name, v := range map[string]any{
+		"list": []any{"a", []any{"b", int64(1)}}, "empty": []any{}, "nil": nil,
+	} {
+		frames, _ := Encode(NewMap("v", v), nil)
+		f := fieldsAt(t, frames[0])
+		got, err := f.Keys()
+		want, _ := KeysOf(v)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: Keys() = %q, %v; want %q", name, got, err, want)
+		}
+	}
+	frames, _ := Encode(NewMap("v", []any{"a", true}), nil)
+	f := fieldsAt(t, frames[0])
+	if _, err := f.Keys(); err == nil {
+		t.Error("a list holding a bool read as keys")
+	}
+}
+
+// fieldsAt returns a Fields positioned at the value of b's one entry.
+func fieldsAt(t *testing.T, b []byte) Fields {
+	t.Helper()
+	f, err := NewFields(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := f.Next(); !ok || err != nil {
+		t.Fatalf("no entry: %v", err)
+	}
+	return f
+}
+
+func TestFieldsStrAs(t *testing.T) {
+	frames, _ := Encode(NewMap("a", "Client-1", "b", "Client-2", "c", nil), nil)
+	f, _ := NewFields(frames[0])
+	want := []string{"Client-1", "Client-2", ""}
+	for i := 0; ; i++ {
+		_, ok, err := f.Next()
+		if !ok || err != nil {
+			break
+		}
+		if got, err := f.StrAs("Client-1"); err != nil || got != want[i] {
+			t.Errorf("entry %d: StrAs = %q, %v; want %q", i, got, err, want[i])
+		}
 	}
 }

@@ -8,38 +8,127 @@ import (
 	"daskgo/scheduler"
 )
 
-// Lazy decoding (issue 31): a worker's stream is mostly task-finished ops,
-// one or two per batch per task. They are read field by field from the
-// batch's msgpack (protocol.Fields) into a TaskFinished, without the
-// generic value tree (a Map per op and per start/stop, every number boxed,
-// metadata and status decoded and dropped). On the golden 5-op batch
-// (protocol/testdata/golden/batch_task_finished), read and converted:
-// 12 allocations and 427 bytes per op instead of 23 and 1,053, and about
-// a third less time (a one-off go test -bench, not kept). Anything unexpected (another op, a field of another type) returns
-// false, and the op goes through the generic decoder and workerStimulus,
-// which accept or name the bad field exactly as before.
+// Lazy decoding (issue 31): the ops that come once per task are read
+// field by field from the batch's msgpack (protocol.Fields) into their
+// stimulus, without the generic value tree (a Map per op and per
+// start/stop, every number boxed, metadata and status decoded and
+// dropped): on a worker's stream task-finished, one or two per batch per
+// task, and release-worker-data once the task is forgotten; on a client's
+// client-releases-keys, one per future it drops. On the golden 5-op batch
+// (protocol/testdata/golden/batch_task_finished), read and converted: 12
+// allocations and 427 bytes per op instead of 23 and 1,053, and about a
+// third less time (a one-off go test -bench, not kept). Anything
+// unexpected (another op, a field of another type) returns false, and the
+// op goes through the generic decoder and workerStimulus or
+// clientStimulus, which accept or name the bad field exactly as before.
+
+// workerOpFast reads the per-task ops of a worker's stream.
+func workerOpFast(worker string, item []byte, now time.Time) (scheduler.Stimulus, bool) {
+	if st, ok := taskFinishedFast(worker, item, now); ok {
+		return st, true
+	}
+	return releaseWorkerDataFast(worker, item, now)
+}
+
+// opFields starts a fast reader on item, an op dict.
+func opFields(item []byte) (f protocol.Fields, ok bool) {
+	f, err := protocol.NewFields(item)
+	return f, err == nil
+}
+
+// commonField reads the fields every op has, for a fast reader of op: it
+// refuses another op (errNotLazy), notes that the op was seen and reads
+// stimulus_id; took is false for any other field. A direct call (not a
+// callback), so that the reader's Fields stays on its stack.
+func commonField(f *protocol.Fields, k []byte, op string, seen *bool, id *string) (took bool, err error) {
+	switch string(k) {
+	case "op":
+		var got string
+		if got, err = f.Str(); err == nil && got != op {
+			return true, errNotLazy
+		}
+		*seen = true
+	case "stimulus_id":
+		*id, err = f.Str()
+	default:
+		return false, nil
+	}
+	return true, err
+}
+
+// clientOpFast reads client-releases-keys (Client._release_key, one per
+// future).
+func clientOpFast(client string, item []byte, now time.Time) (scheduler.Stimulus, bool) {
+	f, ok := opFields(item)
+	if !ok {
+		return nil, false
+	}
+	var keys []protocol.Key
+	who, seen, id := "", false, ""
+	err := f.Each(func(k []byte) (err error) {
+		if took, err := commonField(&f, k, "client-releases-keys", &seen, &id); took {
+			return err
+		}
+		switch string(k) {
+		case "keys":
+			keys, err = f.Keys()
+		case "client":
+			who, err = f.StrAs(client) // its own id: no copy
+		default:
+			err = f.Skip()
+		}
+		return err
+	})
+	if err != nil || !seen {
+		return nil, false
+	}
+	if who == "" {
+		who = client
+	}
+	return &scheduler.ClientReleasesKeys{Base: stimulusBase(id, "client-releases-keys", now),
+		Client: who, Stream: client, Keys: keys}, true
+}
+
+// releaseWorkerDataFast reads item as a release-worker-data op.
+func releaseWorkerDataFast(worker string, item []byte, now time.Time) (scheduler.Stimulus, bool) {
+	f, ok := opFields(item)
+	if !ok {
+		return nil, false
+	}
+	var key protocol.Key
+	seen, hasKey, id := false, false, ""
+	err := f.Each(func(k []byte) (err error) {
+		if took, err := commonField(&f, k, "release-worker-data", &seen, &id); took {
+			return err
+		}
+		if string(k) != "key" {
+			return f.Skip()
+		}
+		key, err = f.Key()
+		hasKey = err == nil
+		return err
+	})
+	if err != nil || !seen || !hasKey { // no key: the generic reader names it
+		return nil, false
+	}
+	return &scheduler.ReleaseWorkerData{Base: stimulusBase(id, "release-worker-data", now), Worker: worker, Key: key}, true
+}
 
 // taskFinishedFast reads item as a task-finished op of worker's stream.
 func taskFinishedFast(worker string, item []byte, now time.Time) (scheduler.Stimulus, bool) {
-	f, err := protocol.NewFields(item)
-	if err != nil {
+	f, ok := opFields(item)
+	if !ok {
 		return nil, false
 	}
-	tf := &scheduler.TaskFinished{Worker: worker}
-	isTF, id := false, ""
-	err = f.Each(func(k []byte) (err error) {
+	var tf scheduler.TaskFinished
+	seen, id := false, ""
+	err := f.Each(func(k []byte) (err error) {
+		if took, err := commonField(&f, k, "task-finished", &seen, &id); took {
+			return err
+		}
 		switch string(k) {
-		case "op":
-			var op string
-			if op, err = f.Str(); err == nil && op != "task-finished" {
-				return errNotLazy
-			}
-			isTF = true
 		case "key":
-			var v any
-			if v, err = f.Value(); err == nil {
-				tf.Key, err = protocol.KeyOf(v)
-			}
+			tf.Key, err = f.Key()
 		case "run_id":
 			tf.RunID, err = f.Int()
 		case "nbytes":
@@ -52,24 +141,21 @@ func taskFinishedFast(worker string, item []byte, now time.Time) (scheduler.Stim
 			tf.StartStops, err = startStopsFast(&f)
 		case "thread":
 			tf.Thread, err = f.Value()
-		case "stimulus_id":
-			id, err = f.Str()
 		default: // metadata, status: the engine reads neither
 			err = f.Skip()
 		}
 		return err
 	})
-	if err != nil {
-		return nil, false
-	}
-	if !isTF {
+	if err != nil || !seen {
 		return nil, false
 	}
 	if tf.StartStops == nil {
 		tf.StartStops = []scheduler.StartStop{} // as startStops makes it
 	}
+	tf.Worker = worker
 	tf.Base = stimulusBase(id, "task-finished", now)
-	return tf, true
+	out := tf // allocated here, not for an op that turns out to be another
+	return &out, true
 }
 
 // startStopsFast reads startstops: a list of {"action", "start", "stop"

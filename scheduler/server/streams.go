@@ -46,7 +46,9 @@ func (s *Server) registerClient(ctx context.Context, req *comm.Request) (any, er
 
 	closed := s.readStream(conn, func(m *protocol.Map, now time.Time) (scheduler.Stimulus, bool, error) {
 		return clientStimulus(id, m, now)
-	}, nil, log)
+	}, func(item []byte, now time.Time) (scheduler.Stimulus, bool) {
+		return clientOpFast(id, item, now)
+	}, log)
 
 	if s.detach(s.clients, id, b) {
 		s.loop.submit(&scheduler.RemoveClient{Base: s.base("client-stream-closed"), Client: id})
@@ -223,7 +225,7 @@ func (s *Server) registerWorker(ctx context.Context, req *comm.Request) (any, er
 	graceful := s.readStream(conn, func(m *protocol.Map, now time.Time) (scheduler.Stimulus, bool, error) {
 		return workerStimulus(aw.Address, m, now)
 	}, func(item []byte, now time.Time) (scheduler.Stimulus, bool) {
-		return taskFinishedFast(aw.Address, item, now)
+		return workerOpFast(aw.Address, item, now)
 	}, log)
 
 	s.detach(s.workers, aw.Address, b)
