@@ -29,6 +29,20 @@ func (s *State) WhoHas(keys []protocol.Key) map[protocol.Key][]string {
 	return out
 }
 
+// Holders appends the addresses of the workers holding key k to buf[:0]
+// (none for a key the scheduler does not know): WhoHas for one key,
+// without a map or a slice per key (Server.gather picks a holder per key
+// of thousands).
+func (s *State) Holders(k protocol.Key, buf []string) []string {
+	buf = buf[:0]
+	if ts := s.tasks.get(k); ts != nil {
+		for _, w := range ts.whoHas.Items() {
+			buf = append(buf, w.Address)
+		}
+	}
+	return buf
+}
+
 func workerAddrs(ws []*WorkerState) []string {
 	out := make([]string, 0, len(ws))
 	for _, w := range ws {

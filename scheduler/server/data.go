@@ -21,35 +21,34 @@ func (s *Server) gather(ctx context.Context, req *comm.Request) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gather: %w", err)
 	}
-	data := map[protocol.Key]any{}
+	data := make(map[protocol.Key]any, len(keys))
 	missing := keys
 	var failed []protocol.Key
 	badWorkers := map[string]bool{}
 	for len(missing) > 0 {
-		var who map[protocol.Key][]string
-		if err := s.loop.query(ctx, func(st *scheduler.State) { who = st.WhoHas(missing) }); err != nil {
+		var picks []string
+		if err := s.loop.query(ctx, func(st *scheduler.State) { picks = s.pickHolders(st, missing, badWorkers) }); err != nil {
 			return nil, err
 		}
 		byWorker := map[string][]protocol.Key{}
-		for _, k := range missing {
-			holders := usable(who[k], badWorkers)
-			if len(holders) == 0 {
+		for i, k := range missing {
+			if picks[i] == "" {
 				failed = append(failed, k)
 				continue
 			}
-			w := holders[s.randIntn(len(holders))]
-			byWorker[w] = append(byWorker[w], k)
+			byWorker[picks[i]] = append(byWorker[picks[i]], k)
 		}
-		got, bad := s.getDataFromWorkers(ctx, byWorker)
+		bad := s.getDataFromWorkers(ctx, byWorker, data)
 		missing = missing[:0:0]
 		for w, ks := range byWorker {
 			if bad[w] {
 				badWorkers[w] = true
 			}
 			for _, k := range ks {
-				if v, ok := got[k]; ok {
-					data[k] = v
-				} else if bad[w] {
+				if _, ok := data[k]; ok {
+					continue
+				}
+				if bad[w] {
 					missing = append(missing, k)
 				} else {
 					failed = append(failed, k)
@@ -64,8 +63,25 @@ func (s *Server) gather(ctx context.Context, req *comm.Request) (any, error) {
 	return protocol.NewMap("status", "OK", "data", data), nil
 }
 
+// pickHolders chooses, for each key, one of its holders at random among
+// those not in bad ("" when none is left). It runs on the engine's
+// goroutine (loop.query) and reads the holders in place (State.Holders).
+func (s *Server) pickHolders(st *scheduler.State, keys []protocol.Key, bad map[string]bool) []string {
+	picks := make([]string, len(keys))
+	var buf []string
+	for i, k := range keys {
+		buf = st.Holders(k, buf)
+		holders := usable(buf, bad)
+		if len(holders) > 0 {
+			picks[i] = holders[s.randIntn(len(holders))]
+		}
+	}
+	return picks
+}
+
+// usable returns the holders not in bad, filtering holders in place.
 func usable(holders []string, bad map[string]bool) []string {
-	out := holders[:0:0]
+	out := holders[:0]
 	for _, h := range holders {
 		if !bad[h] {
 			out = append(out, h)
@@ -80,11 +96,11 @@ func (s *Server) randIntn(n int) int {
 	return s.rng.IntN(n)
 }
 
-// getDataFromWorkers runs get_data on every worker concurrently and returns
-// the values found and the workers that failed (connection errors).
-func (s *Server) getDataFromWorkers(ctx context.Context, byWorker map[string][]protocol.Key) (map[protocol.Key]any, map[string]bool) {
+// getDataFromWorkers runs get_data on every worker concurrently, adds the
+// values found to into and returns the workers that failed (connection
+// errors).
+func (s *Server) getDataFromWorkers(ctx context.Context, byWorker map[string][]protocol.Key, into map[protocol.Key]any) map[string]bool {
 	var mu sync.Mutex
-	got := map[protocol.Key]any{}
 	bad := map[string]bool{}
 	var wg sync.WaitGroup
 	for w, keys := range byWorker {
@@ -99,18 +115,21 @@ func (s *Server) getDataFromWorkers(ctx context.Context, byWorker map[string][]p
 				bad[w] = true
 				return
 			}
-			for k, v := range vals {
-				got[k] = v
+			// as distributed's gather_from_workers: data.update(response["data"])
+			for _, e := range vals.Items() {
+				if k, err := protocol.KeyOf(e.Key); err == nil {
+					into[k] = e.Value
+				}
 			}
 		}()
 	}
 	wg.Wait()
-	return got, bad
+	return bad
 }
 
 // getData is distributed's get_data_from_worker, including the "OK" the
 // worker waits for and the retry after a "busy" answer.
-func (s *Server) getData(ctx context.Context, worker string, keys []protocol.Key) (map[protocol.Key]any, error) {
+func (s *Server) getData(ctx context.Context, worker string, keys []protocol.Key) (*protocol.Map, error) {
 	for attempt := 0; ; attempt++ {
 		var reply *protocol.Map
 		err := s.pool.Do(ctx, worker, func(c *comm.Conn) error {
@@ -133,14 +152,8 @@ func (s *Server) getData(ctx context.Context, worker string, keys []protocol.Key
 		}
 		switch reply.Get("status") {
 		case "OK":
-			out := map[protocol.Key]any{}
 			data, _ := reply.Get("data").(*protocol.Map)
-			for _, e := range data.Items() {
-				if k, err := protocol.KeyOf(e.Key); err == nil {
-					out[k] = e.Value
-				}
-			}
-			return out, nil
+			return data, nil
 		case "busy":
 			if attempt > 100 {
 				return nil, fmt.Errorf("worker %s stayed busy", worker)
