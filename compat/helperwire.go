@@ -139,15 +139,9 @@ func parseGraphChunk(resp *protocol.Map, done bool) (graphChunk, error) {
 			return c, fmt.Errorf("object %d is %s, not pickle bytes", i, truncate(protocol.String(o)))
 		}
 	}
-	items, ok := resp.Get("tasks").([]any)
-	if !ok && resp.Get("tasks") != nil {
-		return c, fmt.Errorf("tasks is %s, not a list", truncate(protocol.String(resp.Get("tasks"))))
-	}
-	c.tasks = make([]wireTask, len(items))
-	for i, it := range items {
-		if err := parseWireTask(&c.tasks[i], it); err != nil {
-			return c, fmt.Errorf("task %d of a chunk: %w", i, err)
-		}
+	var err error
+	if c.tasks, err = parseWireTasks(resp.Get("tasks")); err != nil {
+		return c, err
 	}
 	if done {
 		f := &graphFinal{}
@@ -165,6 +159,92 @@ func parseGraphChunk(resp *protocol.Map, done bool) (graphChunk, error) {
 		c.final = f
 	}
 	return c, nil
+}
+
+// parseWireTasks reads a chunk's task records: from their msgpack (a Raw
+// kept by protocol.DecodeKeepingRaw, the helper's answers as readLoop reads
+// them) field by field, or from the decoded list. A record the fast reader
+// cannot take is decoded and read generically, which names what is wrong.
+func parseWireTasks(v any) ([]wireTask, error) {
+	if raw, ok := v.(protocol.Raw); ok {
+		if tasks, ok := readWireTasks(raw); ok {
+			return tasks, nil
+		}
+		var err error
+		if v, err = protocol.Decode([][]byte{raw}); err != nil {
+			return nil, fmt.Errorf("tasks: %w", err)
+		}
+	}
+	items, ok := v.([]any)
+	if !ok && v != nil {
+		return nil, fmt.Errorf("tasks is %s, not a list", truncate(protocol.String(v)))
+	}
+	tasks := make([]wireTask, len(items))
+	for i, it := range items {
+		if err := parseWireTask(&tasks[i], it); err != nil {
+			return nil, fmt.Errorf("task %d of a chunk: %w", i, err)
+		}
+	}
+	return tasks, nil
+}
+
+// readWireTasks reads task records from msgpack in place: per task a key
+// (one copy), its dependencies' keys, a spec's bytes, no value tree.
+// false: anything unexpected, for parseWireTask to name.
+func readWireTasks(raw []byte) ([]wireTask, bool) {
+	r := protocol.ReadValues(raw)
+	n, err := r.Array()
+	if err != nil {
+		return nil, false
+	}
+	tasks := make([]wireTask, n)
+	for i := range tasks {
+		if !readWireTask(&r, &tasks[i]) {
+			return nil, false
+		}
+	}
+	return tasks, true
+}
+
+func readWireTask(r *protocol.Fields, t *wireTask) bool {
+	if n, err := r.Array(); err != nil || n != taskFields {
+		return false
+	}
+	var err error
+	if t.key, err = r.Key(); err != nil {
+		return false
+	}
+	if t.deps, err = r.Keys(); err != nil { // None reads as none, as KeysOf reads it
+		return false
+	}
+	if r.IsNil() {
+		return false // kind
+	}
+	if t.kind, err = r.Str(); err != nil || r.IsNil() {
+		return false // a nil data_producer is not a bool
+	}
+	if t.dataProducer, err = r.Bool(); err != nil {
+		return false
+	}
+	if !r.IsNil() {
+		a, err := r.Value()
+		if t.annotations, _ = a.(*protocol.Map); err != nil || t.annotations == nil {
+			return false
+		}
+	}
+	if r.IsNil() {
+		return false // spec
+	}
+	if t.spec, err = r.Bin(); err != nil {
+		return false
+	}
+	if !r.IsNil() {
+		if t.order, err = r.Int(); err != nil {
+			return false
+		}
+		t.hasOrder = true
+	}
+	return true
 }
 
 func parseWireTask(t *wireTask, v any) error {

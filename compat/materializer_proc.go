@@ -254,7 +254,9 @@ func (m *Materializer) readLoop(inc *incarnation) {
 			}
 			return
 		}
-		v, err := protocol.Decode(frames)
+		// task records are read in place (parseWireTasks); ReadFrames gives
+		// every message buffers of its own, as DecodeKeepingRaw requires
+		v, err := protocol.DecodeKeepingRaw(frames, "tasks")
 		if err != nil {
 			inc.kill(fmt.Sprintf("undecodable response: %v", err))
 			return

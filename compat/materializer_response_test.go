@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"os/exec"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -87,8 +88,9 @@ func next(t *testing.T, m *Materializer) *scheduler.GraphMaterialized {
 func TestResponseChunksAccumulate(t *testing.T) {
 	j := materializeJob(5, 50, "c")
 	m, inc := fakeMaterializer(t, j)
-	m.handleResponse(inc, chunk(5, false, goodTask("x")))
-	m.handleResponse(inc, chunk(5, true, goodTask("y")))
+	read := answerForms(t)["read in place"]
+	m.handleResponse(inc, read(chunk(5, false, goodTask("x"))))
+	m.handleResponse(inc, read(chunk(5, true, goodTask("y"))))
 	res := next(t, m)
 	if res.Err != nil || res.RequestID != 50 || res.Client != "c" || len(res.Tasks) != 2 {
 		t.Fatalf("got %+v", res)
@@ -145,18 +147,87 @@ func TestResponseMalformedTaskFailsTheRequest(t *testing.T) {
 		{"persistent id past the table", withField(goodTask("x"), taskSpec, []byte("\x80\x05K\x00Q.")),
 			"persistent id 0, the graph has 0 objects"},
 	}
-	for i, tc := range bad {
-		j := materializeJob(int64(i+1), int64(i+1), "")
-		m, inc := fakeMaterializer(t, j)
-		m.handleResponse(inc, chunk(j.wireID, false, tc.task))
-		m.handleResponse(inc, chunk(j.wireID, true, goodTask("z")))
-		res := next(t, m)
-		if res.Err == nil || len(res.Tasks) != 0 {
-			t.Fatalf("%s: got %d tasks, err %v", tc.name, len(res.Tasks), res.Err)
+	for form, read := range answerForms(t) {
+		for i, tc := range bad {
+			j := materializeJob(int64(i+1), int64(i+1), "")
+			m, inc := fakeMaterializer(t, j)
+			m.handleResponse(inc, read(chunk(j.wireID, false, tc.task)))
+			m.handleResponse(inc, read(chunk(j.wireID, true, goodTask("z"))))
+			res := next(t, m)
+			if res.Err == nil || len(res.Tasks) != 0 {
+				t.Fatalf("%s, %s: got %d tasks, err %v", form, tc.name, len(res.Tasks), res.Err)
+			}
+			if !strings.Contains(res.Err.ExceptionText, "malformed graph") || !strings.Contains(res.Err.ExceptionText, tc.want) {
+				t.Errorf("%s, %s: error text %q lacks %q", form, tc.name, res.Err.ExceptionText, tc.want)
+			}
 		}
-		if !strings.Contains(res.Err.ExceptionText, "malformed graph") || !strings.Contains(res.Err.ExceptionText, tc.want) {
-			t.Errorf("%s: error text %q lacks %q", tc.name, res.Err.ExceptionText, tc.want)
+	}
+}
+
+// answerForms are the two ways an answer reaches handleResponse: decoded
+// whole, and as readLoop reads it (protocol.DecodeKeepingRaw, the task
+// records left for parseWireTasks to read in place).
+func answerForms(t *testing.T) map[string]func(*protocol.Map) any {
+	return map[string]func(*protocol.Map) any{
+		"decoded": func(m *protocol.Map) any { return m },
+		"read in place": func(m *protocol.Map) any {
+			frames, err := protocol.Encode(m, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := protocol.DecodeKeepingRaw(frames, "tasks")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, raw := v.(*protocol.Map).Get("tasks").(protocol.Raw); !raw {
+				t.Fatalf("tasks were decoded: %s", protocol.String(v))
+			}
+			return v
+		},
+	}
+}
+
+// Task records read in place are the records parseWireTask reads from the
+// decoded list, for every field's variants.
+func TestWireTasksReadInPlaceMatchDecoded(t *testing.T) {
+	tasks := []any{
+		goodTask("x"),
+		withField(goodTask("tuple"), taskKey, []any{"t", int64(4), 2.5}),
+		withField(goodTask("long"), taskKey, strings.Repeat("k", 300)),
+		withField(goodTask("nil annotations"), taskAnnotations, nil),
+		withField(goodTask("no order"), taskOrder, nil),
+		withField(goodTask("no deps"), taskDeps, []any{}),
+		withField(goodTask("deps None"), taskDeps, nil),
+		withField(goodTask("producer"), taskDataProducer, true),
+		withField(goodTask("alias"), taskKind, "Alias"),
+		withField(goodTask("big order"), taskOrder, int64(1)<<40),
+	}
+	frames, err := protocol.Encode(tasks, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decoded, err := protocol.Decode(frames)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := parseWireTasks(decoded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := parseWireTasks(protocol.Raw(frames[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("read %d tasks, decoded %d", len(got), len(want))
+	}
+	for i := range want {
+		if !reflect.DeepEqual(got[i], want[i]) {
+			t.Errorf("task %d read as %+v, decoded as %+v", i, got[i], want[i])
 		}
+	}
+	if _, ok := readWireTasks(frames[0]); !ok {
+		t.Error("the fast reader declined stock records")
 	}
 }
 

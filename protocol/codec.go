@@ -68,6 +68,8 @@ var interned = func() map[string]any {
 		"split-offsets", "compression", "pickled-obj", "__Serialized__", "__Pickled__",
 		"__Set__", "as-list", "sub-header", "type-serialized", "dask", "data", "exception",
 		"traceback", "exception_text", "traceback_text", "uncaught-error", "lz4", "",
+		// the task kinds of the helper's graph chunks (compat/helper_wire.py)
+		"Task", "Alias", "DataNode", "List", "Dict",
 	}
 	m := make(map[string]any, len(names))
 	for _, n := range names {

@@ -87,6 +87,20 @@ func NewFields(item []byte) (Fields, error) {
 	return f, nil
 }
 
+// ReadValues returns a reader of the msgpack values at the start of b,
+// read with the typed methods (Array for a list's length, then its items),
+// for a reader of a list rather than of an op dict.
+func ReadValues(b []byte) Fields { return Fields{d: decoder{buf: b}} }
+
+// IsNil reports whether the next value is nil, consuming it if so.
+func (f *Fields) IsNil() bool {
+	if f.d.pos < len(f.d.buf) && f.d.buf[f.d.pos] == mpNil {
+		f.d.pos++
+		return true
+	}
+	return false
+}
+
 // Next returns the next entry's key, a view into the message (compare it,
 // do not keep it); ok is false after the last entry. A key that is not a
 // str is an error.
@@ -324,8 +338,7 @@ func (f *Fields) Key() (Key, error) {
 // Keys reads a list of dask keys (nil reads as none), as KeysOf reads
 // the decoded list.
 func (f *Fields) Keys() ([]Key, error) {
-	if f.d.pos < len(f.d.buf) && f.d.buf[f.d.pos] == mpNil {
-		f.d.pos++
+	if f.IsNil() {
 		return nil, nil
 	}
 	n, err := f.Array()
@@ -365,4 +378,52 @@ func minimalStr(b []byte) ([]byte, bool) {
 		return nil, false
 	}
 	return b[:hdr+n], true
+}
+
+// DecodeKeepingRaw decodes a one-frame message as Decode does, except
+// that the value of the top-level map's field named raw stays undecoded:
+// a Raw view into frames[0], whose buffer the caller must therefore not
+// reuse while the value is in use (ReadFrames allocates one per message;
+// ReadFramesReusing's scratch does not qualify). A reader that parses a
+// big list itself (the helper's task records) skips the generic value
+// tree. A message of several frames, or one this reader cannot take, is
+// decoded by Decode, which also names what is wrong with it.
+func DecodeKeepingRaw(frames [][]byte, raw string) (any, error) {
+	if len(frames) != 1 {
+		return Decode(frames)
+	}
+	f, err := NewFields(frames[0])
+	if err != nil {
+		return Decode(frames)
+	}
+	m := &Map{Entries: make([]Entry, 0, f.left)}
+	for {
+		k, more, err := f.Next()
+		if err != nil {
+			return Decode(frames)
+		}
+		if !more {
+			break
+		}
+		var v any
+		if string(k) == raw {
+			var r []byte
+			r, err = f.Raw()
+			v = Raw(r)
+		} else {
+			v, err = f.Value()
+		}
+		if err != nil {
+			return Decode(frames)
+		}
+		name, ok := interned[string(k)]
+		if !ok {
+			name = string(k)
+		}
+		m.Entries = append(m.Entries, Entry{Key: name, Value: v})
+	}
+	if f.d.pos != len(frames[0]) {
+		return Decode(frames)
+	}
+	return m, nil
 }

@@ -259,3 +259,43 @@ func TestFieldsStrAs(t *testing.T) {
 		}
 	}
 }
+
+// DecodeKeepingRaw is Decode with one field left as its msgpack; what it
+// cannot take (blobs, a top level that is not a dict, bad bytes) Decode
+// takes, errors included.
+func TestDecodeKeepingRaw(t *testing.T) {
+	msg := NewMap("id", int64(3), "tasks", []any{[]any{"a", int64(1)}}, "done", true, "x-other", nil)
+	frames, _ := Encode(msg, nil)
+	v, err := DecodeKeepingRaw(frames, "tasks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := v.(*Map)
+	raw, ok := m.Get("tasks").(Raw)
+	if !ok {
+		t.Fatalf("tasks decoded as %s", String(m.Get("tasks")))
+	}
+	whole, _ := Decode(frames)
+	if back, _ := Decode([][]byte{raw}); !reflect.DeepEqual(back, whole.(*Map).Get("tasks")) {
+		t.Errorf("the raw tasks decode to %s", String(back))
+	}
+	m.Set("tasks", whole.(*Map).Get("tasks"))
+	if !reflect.DeepEqual(m, whole) {
+		t.Errorf("the other fields: %s, want %s", String(m), String(whole))
+	}
+	blobbed, _ := Encode(NewMap("tasks", []any{}, "b", NewPickled([]byte("x"))), nil)
+	for name, frames := range map[string][][]byte{"blobs": blobbed, "a list": mustEncode(t, []any{int64(1)})} {
+		got, err := DecodeKeepingRaw(frames, "tasks")
+		want, werr := Decode(frames)
+		if err != nil || werr != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: %s, %v; Decode gives %s, %v", name, String(got), err, String(want), werr)
+		}
+	}
+	for cut := range len(frames[0]) {
+		_, err := DecodeKeepingRaw([][]byte{frames[0][:cut]}, "tasks")
+		_, werr := Decode([][]byte{frames[0][:cut]})
+		if err == nil || werr == nil || err.Error() != werr.Error() {
+			t.Fatalf("cut at %d: %v, Decode: %v", cut, err, werr)
+		}
+	}
+}
