@@ -115,8 +115,9 @@ func (l *loop) queue(b *comm.BatchedSend, msgs []*protocol.Map) {
 // graph fails it); they are handled after, in order, never from inside
 // dispatch: the engine is entered once at a time.
 func (l *loop) handle(st scheduler.Stimulus) {
-	for pending := []scheduler.Stimulus{st}; len(pending) > 0; {
-		st, pending = pending[0], pending[1:]
+	// pending holds what sending produced (rare): nil, not a slice made per
+	// stimulus, until then
+	for pending := []scheduler.Stimulus(nil); ; st, pending = pending[0], pending[1:] {
 		var start time.Time
 		if l.srv.tracing {
 			start = l.srv.clock.Now()
@@ -137,6 +138,9 @@ func (l *loop) handle(st scheduler.Stimulus) {
 		// outbox's maps and slices (about 3 allocations per task less).
 		l.state.Recycle(&out)
 		l.srv.memory.noteStimulus(st, l.state.NumTasks())
+		if len(pending) == 0 {
+			return
+		}
 	}
 }
 
