@@ -25,6 +25,12 @@ func BenchmarkEngineReplay(b *testing.B) {
 	}
 }
 
+// BenchmarkEngineReplay1M is the replay of must-show 4's reference run
+// itself (tree:500000, 999,999 tasks, on 1,000 workers): the engine's CPU
+// per task without the simulator's clock reads and its own work between
+// stimuli. About a minute; run it by name with -benchtime 1x.
+func BenchmarkEngineReplay1M(b *testing.B) { benchEngineReplay(b, "tree:500000", 1000) }
+
 func benchEngineReplay(b *testing.B, spec string, workers int) {
 	g, err := Synthetic(spec)
 	if err != nil {
