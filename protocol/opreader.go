@@ -244,6 +244,30 @@ func (f *Fields) StrAs(same string) (string, error) {
 	return string(b), nil
 }
 
+// BinAs reads a bin value as Bin does, returning same itself (no copy)
+// when the bytes equal it; a nil value reads as nil.
+func (f *Fields) BinAs(same []byte) ([]byte, error) {
+	n, isNil, err := f.expect('b', "a bin")
+	if err != nil || isNil {
+		return nil, err
+	}
+	b, _ := f.d.take(n) // length checked by header
+	if same != nil && string(b) == string(same) {
+		return same, nil
+	}
+	return append([]byte(nil), b...), nil
+}
+
+// IsInt reports whether the next value is an integer (Int reads it unless
+// it is a uint64 beyond int64), without consuming it.
+func (f *Fields) IsInt() bool {
+	if f.d.pos >= len(f.d.buf) {
+		return false
+	}
+	c := f.d.buf[f.d.pos]
+	return c <= 0x7f || c >= 0xe0 || (c >= 0xcc && c <= 0xd3)
+}
+
 // Bin reads a bin value (copied; nil reads as nil).
 func (f *Fields) Bin() ([]byte, error) {
 	n, isNil, err := f.expect('b', "a bin")

@@ -299,3 +299,36 @@ func TestDecodeKeepingRaw(t *testing.T) {
 		}
 	}
 }
+
+func TestFieldsBinAsAndIsInt(t *testing.T) {
+	frames, _ := Encode([]any{[]byte("ty"), []byte("ty"), []byte("other"), nil, int64(5), int64(-3),
+		int64(1) << 40, uint64(1) << 63, 1.5, "s"}, nil)
+	f := ReadValues(frames[0])
+	if n, err := f.Array(); err != nil || n != 10 {
+		t.Fatal(n, err)
+	}
+	same := []byte("ty")
+	if b, err := f.BinAs(same); err != nil || &b[0] != &same[0] {
+		t.Errorf("equal bytes: %q, %v, not the same slice", b, err)
+	}
+	if b, err := f.BinAs(nil); err != nil || string(b) != "ty" {
+		t.Errorf("no same: %q, %v", b, err)
+	}
+	if b, err := f.BinAs(same); err != nil || string(b) != "other" {
+		t.Errorf("other bytes: %q, %v", b, err)
+	}
+	if b, err := f.BinAs(same); err != nil || b != nil {
+		t.Errorf("nil: %q, %v", b, err)
+	}
+	for i, want := range []bool{true, true, true, true, false, false} {
+		if got := f.IsInt(); got != want {
+			t.Errorf("value %d: IsInt = %v", i+4, got)
+		}
+		if err := f.Skip(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if f.IsInt() {
+		t.Error("IsInt past the end")
+	}
+}

@@ -22,12 +22,44 @@ import (
 // op goes through the generic decoder and workerStimulus or
 // clientStimulus, which accept or name the bad field exactly as before.
 
-// workerOpFast reads the per-task ops of a worker's stream.
-func workerOpFast(worker string, item []byte, now time.Time) (scheduler.Stimulus, bool) {
-	if st, ok := taskFinishedFast(worker, item, now); ok {
+// workerOpFast reads the per-task ops of a worker's stream; reuse is the
+// stream's (nil: none).
+func workerOpFast(worker string, item []byte, now time.Time, reuse *streamReuse) (scheduler.Stimulus, bool) {
+	if st, ok := taskFinishedFast(worker, item, now, reuse); ok {
 		return st, true
 	}
 	return releaseWorkerDataFast(worker, item, now)
+}
+
+// streamReuse keeps the task-finished values that repeat from task to task
+// on one worker's stream, so that each is allocated once per stream rather
+// than once per task: the result's pickled type (the same for a map's
+// every task) and the id of the thread that ran it (one per worker
+// thread). Shared values are never written: the engine and the task stream
+// only read them.
+type streamReuse struct {
+	typ     []byte
+	threads [4]struct {
+		id  int64
+		val any // the id, boxed
+	}
+	next int // the threads slot to replace
+}
+
+// thread returns id boxed, the stream's box when it has one.
+func (r *streamReuse) thread(id int64) any {
+	if r == nil {
+		return id
+	}
+	for _, t := range r.threads {
+		if t.val != nil && t.id == id {
+			return t.val
+		}
+	}
+	t := &r.threads[r.next]
+	t.id, t.val = id, id
+	r.next = (r.next + 1) % len(r.threads)
+	return t.val
 }
 
 // opFields starts a fast reader on item, an op dict.
@@ -114,8 +146,9 @@ func releaseWorkerDataFast(worker string, item []byte, now time.Time) (scheduler
 	return &scheduler.ReleaseWorkerData{Base: stimulusBase(id, "release-worker-data", now), Worker: worker, Key: key}, true
 }
 
-// taskFinishedFast reads item as a task-finished op of worker's stream.
-func taskFinishedFast(worker string, item []byte, now time.Time) (scheduler.Stimulus, bool) {
+// taskFinishedFast reads item as a task-finished op of worker's stream;
+// reuse is the stream's (nil: none).
+func taskFinishedFast(worker string, item []byte, now time.Time, reuse *streamReuse) (scheduler.Stimulus, bool) {
 	f, ok := opFields(item)
 	if !ok {
 		return nil, false
@@ -134,13 +167,23 @@ func taskFinishedFast(worker string, item []byte, now time.Time) (scheduler.Stim
 		case "nbytes":
 			tf.NBytes, err = f.Int()
 		case "type":
-			tf.Type, err = f.Bin()
+			if reuse == nil {
+				tf.Type, err = f.Bin()
+			} else if tf.Type, err = f.BinAs(reuse.typ); err == nil {
+				reuse.typ = tf.Type
+			}
 		case "typename":
 			tf.TypeName, err = f.Str()
 		case "startstops":
 			tf.StartStops, err = startStopsFast(&f)
 		case "thread":
-			tf.Thread, err = f.Value()
+			if f.IsInt() {
+				var id int64
+				id, err = f.Int()
+				tf.Thread = reuse.thread(id)
+			} else {
+				tf.Thread, err = f.Value()
+			}
 		default: // metadata, status: the engine reads neither
 			err = f.Skip()
 		}

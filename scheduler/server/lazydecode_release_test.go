@@ -14,7 +14,7 @@ import (
 // clientStimulus), and anything else is left to the generic path.
 func TestReleaseOpsFastMatchGeneric(t *testing.T) {
 	now := time.Unix(1700000000, 5)
-	worker := func(b []byte) (scheduler.Stimulus, bool) { return workerOpFast("tcp://w:1", b, now) }
+	worker := func(b []byte) (scheduler.Stimulus, bool) { return workerOpFast("tcp://w:1", b, now, nil) }
 	client := func(b []byte) (scheduler.Stimulus, bool) { return clientOpFast("Client-1", b, now) }
 	genericWorker := func(m *protocol.Map) (scheduler.Stimulus, bool, error) {
 		return workerStimulus("tcp://w:1", m, now)
@@ -103,26 +103,50 @@ func TestStimulusBaseNamesAStimulusWithoutAnID(t *testing.T) {
 }
 
 // The fast readers allocate only what their stimulus keeps: the stimulus,
-// its key(s), the stimulus id, and for task-finished the type, start/stops
-// and thread. A reader that declines (release-worker-data offered to
+// its key(s), the stimulus id, and for task-finished the start/stops and,
+// unless the stream has them already, the type and thread. A reader that declines (release-worker-data offered to
 // task-finished's first) allocates nothing.
 func TestFastReadersAllocateOnlyWhatTheyKeep(t *testing.T) {
 	now := time.Unix(1700000000, 5)
 	tf := frame0(t, taskFinishedOp("key", "inc-abc"))
 	rwd := frame0(t, protocol.NewMap("op", "release-worker-data", "key", "inc-1", "stimulus_id", "free-keys-1.5"))
 	crk := frame0(t, protocol.NewMap("op", "client-releases-keys", "keys", []any{"inc-1"}, "client", "Client-1"))
+	reuse := &streamReuse{}
 	for _, c := range []struct {
 		name string
 		max  float64
 		read func()
 	}{
-		{"task-finished", 7, func() { workerOpFast("w", tf, now) }},
-		{"release-worker-data", 3, func() { workerOpFast("w", rwd, now) }},
+		{"task-finished", 7, func() { workerOpFast("w", tf, now, nil) }},
+		// a stream's repeated type and thread: allocated once
+		{"task-finished on a stream", 5, func() { workerOpFast("w", tf, now, reuse) }},
+		{"release-worker-data", 3, func() { workerOpFast("w", rwd, now, nil) }},
 		{"client-releases-keys", 5, func() { clientOpFast("Client-1", crk, now) }},
-		{"declined", 0, func() { taskFinishedFast("w", rwd, now) }},
+		{"declined", 0, func() { taskFinishedFast("w", rwd, now, nil) }},
 	} {
 		if n := testing.AllocsPerRun(200, c.read); n > c.max {
 			t.Errorf("%s: %v allocations per op, want at most %v", c.name, n, c.max)
 		}
+	}
+}
+
+// A stream keeps four thread ids boxed: a fifth replaces the oldest, and
+// every id reads back as itself.
+func TestStreamReuseThreads(t *testing.T) {
+	r := &streamReuse{}
+	for round := range 2 {
+		for id := int64(1000); id < 1006; id++ {
+			if v := r.thread(id); v != any(id) {
+				t.Fatalf("round %d: thread(%d) = %v", round, id, v)
+			}
+		}
+	}
+	a := r.thread(1005)
+	if b := r.thread(1005); a != b {
+		t.Fatal("a repeated id is boxed anew")
+	}
+	var none *streamReuse
+	if v := none.thread(7); v != any(int64(7)) {
+		t.Fatalf("no reuse: %v", v)
 	}
 }

@@ -68,12 +68,19 @@ func TestTaskFinishedFastMatchesGeneric(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			b := frame0(t, m)
 			want, wok := generic(t, b, now)
-			got, ok := taskFinishedFast("tcp://w:1", b, now)
+			got, ok := taskFinishedFast("tcp://w:1", b, now, nil)
 			if !ok || !wok {
 				t.Fatalf("fast ok=%v, generic ok=%v; want both", ok, wok)
 			}
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("fast  %+v\ngeneric %+v", got, want)
+			}
+			// with a stream's reuse, the first op and a repeat alike
+			reuse := &streamReuse{}
+			for i := range 2 {
+				if got, _ := taskFinishedFast("tcp://w:1", b, now, reuse); !reflect.DeepEqual(got, want) {
+					t.Fatalf("op %d with reuse: %+v\ngeneric %+v", i, got, want)
+				}
 			}
 		})
 	}
@@ -91,14 +98,14 @@ func TestTaskFinishedFastDeclines(t *testing.T) {
 		"typename as bytes":    taskFinishedOp("typename", []byte("int")),
 		"key a dict":           taskFinishedOp("key", protocol.NewMap("a", int64(1))),
 	} {
-		if _, ok := taskFinishedFast("tcp://w:1", frame0(t, m), now); ok {
+		if _, ok := taskFinishedFast("tcp://w:1", frame0(t, m), now, nil); ok {
 			t.Errorf("%s: taken by the fast path", name)
 		}
 	}
 	// Truncated anywhere: declined, never a panic.
 	b := frame0(t, taskFinishedOp())
 	for cut := range len(b) {
-		if _, ok := taskFinishedFast("tcp://w:1", b[:cut], now); ok {
+		if _, ok := taskFinishedFast("tcp://w:1", b[:cut], now, nil); ok {
 			t.Fatalf("a task-finished cut at %d of %d bytes was taken", cut, len(b))
 		}
 	}

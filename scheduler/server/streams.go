@@ -222,10 +222,11 @@ func (s *Server) registerWorker(ctx context.Context, req *comm.Request) (any, er
 	}
 	log.Info().Str("name", aw.Name).Int("nthreads", aw.NThreads).Msg("worker registered")
 
+	reuse := &streamReuse{}
 	graceful := s.readStream(conn, func(m *protocol.Map, now time.Time) (scheduler.Stimulus, bool, error) {
 		return workerStimulus(aw.Address, m, now)
 	}, func(item []byte, now time.Time) (scheduler.Stimulus, bool) {
-		return workerOpFast(aw.Address, item, now)
+		return workerOpFast(aw.Address, item, now, reuse)
 	}, log)
 
 	s.detach(s.workers, aw.Address, b)
