@@ -11,7 +11,22 @@ import (
 // arrive and is read-only once the graph is handed to the engine; every
 // TaskSpec of the graph that refers to it keeps it alive.
 type objectTable struct {
-	objs [][]byte
+	objs  [][]byte
+	bytes int // the objects' total length
+}
+
+// spliceRoom is the room Payload leaves after the spec for the objects
+// spliced in: the table's total with each object's pickle.loads wrapper
+// (pickle.appendLoads, under 32 bytes) when the table is small, so that a
+// spec is spliced in one buffer of about its final size (a map of a
+// cloudpickled function regrew it once per task: an allocation and a copy
+// of the whole spec); a fixed 256 bytes otherwise, growing as needed.
+func (t *objectTable) spliceRoom() int {
+	const maxObjs, maxBytes = 4, 16 << 10
+	if len(t.objs) <= maxObjs && t.bytes <= maxBytes {
+		return t.bytes + 32*len(t.objs)
+	}
+	return 256
 }
 
 // TaskSpec is the run_spec of a task from the helper: its GraphNode pickled
@@ -30,7 +45,7 @@ func (t *TaskSpec) Payload() *protocol.Blob {
 	if t.table == nil {
 		return protocol.NewPickled(t.spec)
 	}
-	out, err := pickle.Splice(make([]byte, 0, len(t.spec)+256), t.spec, t.table.objs)
+	out, err := pickle.Splice(make([]byte, 0, len(t.spec)+t.table.spliceRoom()), t.spec, t.table.objs)
 	if err != nil {
 		// unreachable: graphBuilder.add rejects a spec that Scan finds
 		// malformed, and Splice fails on nothing Scan accepts. Were it
