@@ -50,7 +50,6 @@ func (b *graphBuilder) add(c graphChunk) error {
 	b.table.objs = append(b.table.objs, c.objects...)
 	for _, o := range c.objects {
 		b.specBytes += int64(len(o))
-		b.table.bytes += len(o)
 	}
 	specs := make([]TaskSpec, len(c.tasks)) // one allocation per chunk
 	for i := range c.tasks {

@@ -11,8 +11,7 @@ import (
 // arrive and is read-only once the graph is handed to the engine; every
 // TaskSpec of the graph that refers to it keeps it alive.
 type objectTable struct {
-	objs  [][]byte
-	bytes int // the objects' total length
+	objs [][]byte
 }
 
 // spliceRoom is the room Payload leaves after the spec for the objects
@@ -23,10 +22,17 @@ type objectTable struct {
 // of the whole spec); a fixed 256 bytes otherwise, growing as needed.
 func (t *objectTable) spliceRoom() int {
 	const maxObjs, maxBytes = 4, 16 << 10
-	if len(t.objs) <= maxObjs && t.bytes <= maxBytes {
-		return t.bytes + 32*len(t.objs)
+	if len(t.objs) > maxObjs {
+		return 256
 	}
-	return 256
+	bytes := 0
+	for _, o := range t.objs {
+		bytes += len(o)
+	}
+	if bytes > maxBytes {
+		return 256
+	}
+	return bytes + 32*len(t.objs)
 }
 
 // TaskSpec is the run_spec of a task from the helper: its GraphNode pickled

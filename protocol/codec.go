@@ -80,6 +80,16 @@ var interned = func() map[string]any {
 
 const maxInternLen = 24
 
+// lookupInterned returns the interned value of the str b, if it is one
+// (the map lookup by string(b) does not allocate).
+func lookupInterned(b []byte) (any, bool) {
+	if len(b) > maxInternLen {
+		return nil, false
+	}
+	v, ok := interned[string(b)]
+	return v, ok
+}
+
 // decoder is a byte-level msgpack reader over one frame. Every length read
 // from the wire is checked against the bytes left before anything is
 // allocated for it (the nats-server parser rule: never trust a length).
@@ -290,10 +300,8 @@ func (d *decoder) value(depth int) (any, error) {
 		return math.Float64frombits(binary.BigEndian.Uint64(b)), nil
 	case 's':
 		b, _ := d.take(n) // length checked by header
-		if n <= maxInternLen {
-			if v, ok := interned[string(b)]; ok { // map lookup by string(b) does not allocate
-				return v, nil
-			}
+		if v, ok := lookupInterned(b); ok {
+			return v, nil
 		}
 		return string(b), nil
 	case 'b':

@@ -216,22 +216,11 @@ func (f *Fields) Float() (float64, error) {
 }
 
 // Str reads a str (copied, or an interned constant; nil reads as "").
-func (f *Fields) Str() (string, error) {
-	n, isNil, err := f.expect('s', "a str")
-	if err != nil || isNil {
-		return "", err
-	}
-	b, _ := f.d.take(n) // length checked by header
-	if n <= maxInternLen {
-		if v, ok := interned[string(b)]; ok {
-			return v.(string), nil
-		}
-	}
-	return string(b), nil
-}
+func (f *Fields) Str() (string, error) { return f.StrAs("") }
 
-// StrAs reads a str as Str does, returning same itself (no copy) when the
-// str equals it: for a field that mostly repeats a value the reader knows.
+// StrAs reads a str: same itself (no copy) when the str equals it, for a
+// field that mostly repeats a value the reader knows; else an interned
+// constant or a copy. nil reads as "".
 func (f *Fields) StrAs(same string) (string, error) {
 	n, isNil, err := f.expect('s', "a str")
 	if err != nil || isNil {
@@ -241,11 +230,14 @@ func (f *Fields) StrAs(same string) (string, error) {
 	if string(b) == same {
 		return same, nil
 	}
+	if v, ok := lookupInterned(b); ok {
+		return v.(string), nil
+	}
 	return string(b), nil
 }
 
-// BinAs reads a bin value as Bin does, returning same itself (no copy)
-// when the bytes equal it; a nil value reads as nil.
+// BinAs reads a bin value: same itself (no copy) when the bytes equal
+// it, else a copy. nil reads as nil.
 func (f *Fields) BinAs(same []byte) ([]byte, error) {
 	n, isNil, err := f.expect('b', "a bin")
 	if err != nil || isNil {
@@ -269,14 +261,7 @@ func (f *Fields) IsInt() bool {
 }
 
 // Bin reads a bin value (copied; nil reads as nil).
-func (f *Fields) Bin() ([]byte, error) {
-	n, isNil, err := f.expect('b', "a bin")
-	if err != nil || isNil {
-		return nil, err
-	}
-	b, _ := f.d.take(n) // length checked by header
-	return append([]byte(nil), b...), nil
-}
+func (f *Fields) Bin() ([]byte, error) { return f.BinAs(nil) }
 
 // Value decodes a value generically, as Decode would without blobs (a
 // blob marker inside is an error: the fast path is for ops without them).
@@ -440,7 +425,7 @@ func DecodeKeepingRaw(frames [][]byte, raw string) (any, error) {
 		if err != nil {
 			return Decode(frames)
 		}
-		name, ok := interned[string(k)]
+		name, ok := lookupInterned(k)
 		if !ok {
 			name = string(k)
 		}

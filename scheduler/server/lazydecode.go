@@ -46,6 +46,29 @@ type streamReuse struct {
 	next int // the threads slot to replace
 }
 
+// readType reads task-finished's type: the stream's last bytes when they
+// are equal (protocol.Fields.BinAs), a copy otherwise or without reuse.
+func (r *streamReuse) readType(f *protocol.Fields) ([]byte, error) {
+	if r == nil {
+		return f.Bin()
+	}
+	b, err := f.BinAs(r.typ)
+	if err == nil {
+		r.typ = b
+	}
+	return b, err
+}
+
+// readThread reads task-finished's thread: an int through the stream's
+// boxes (thread), anything else as the generic decoder reads it.
+func (r *streamReuse) readThread(f *protocol.Fields) (any, error) {
+	if !f.IsInt() {
+		return f.Value()
+	}
+	id, err := f.Int()
+	return r.thread(id), err
+}
+
 // thread returns id boxed, the stream's box when it has one.
 func (r *streamReuse) thread(id int64) any {
 	if r == nil {
@@ -167,23 +190,13 @@ func taskFinishedFast(worker string, item []byte, now time.Time, reuse *streamRe
 		case "nbytes":
 			tf.NBytes, err = f.Int()
 		case "type":
-			if reuse == nil {
-				tf.Type, err = f.Bin()
-			} else if tf.Type, err = f.BinAs(reuse.typ); err == nil {
-				reuse.typ = tf.Type
-			}
+			tf.Type, err = reuse.readType(&f)
 		case "typename":
 			tf.TypeName, err = f.Str()
 		case "startstops":
 			tf.StartStops, err = startStopsFast(&f)
 		case "thread":
-			if f.IsInt() {
-				var id int64
-				id, err = f.Int()
-				tf.Thread = reuse.thread(id)
-			} else {
-				tf.Thread, err = f.Value()
-			}
+			tf.Thread, err = reuse.readThread(&f)
 		default: // metadata, status: the engine reads neither
 			err = f.Skip()
 		}
