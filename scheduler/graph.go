@@ -79,6 +79,9 @@ type graphIndex struct {
 	keyIdx []int32
 	depAt  []int32
 	deps   []int32
+	// seg, when the graph is big enough, holds the tasks it creates
+	// (taskTable.adoptSegment), indexed by pos
+	seg *tableSegment
 }
 
 func newGraphIndex(tasks []GraphTask) *graphIndex {
@@ -106,13 +109,23 @@ func (s *State) applyGraph(p *pendingGraph, tasks []GraphTask) {
 		s.clientReleasesKeys(p.ug.Keys, p.ug.Client)
 		return
 	}
-	if s.tasks.Len() == 0 {
-		// size the table for the graph: no growing while 100k tasks are
+	if len(tasks) >= segmentMin {
+		// the graph's new tasks are held through its own index
+		// (tasktable_segment.go); an empty table frees its old slots
+		if s.tasks.Len() == 0 {
+			s.tasks.reset()
+		}
+		g.seg = s.tasks.adoptSegment(g.pos, len(tasks))
+	} else if s.tasks.Len() == 0 {
+		// size the table for the graph: no growing while its tasks are
 		// created (this also frees an old, bigger one)
 		s.tasks.sizeFor(len(tasks))
 	}
 	s.graphEpoch++
 	wanted, touched, fresh := s.generateTaskStates(p.ug.Keys, g)
+	if g.seg != nil {
+		s.tasks.settle(g.seg)
+	}
 	for _, i := range fresh {
 		s.applyAnnotations(g.ts[i], &g.tasks[i])
 	}
@@ -243,6 +256,11 @@ func (s *State) generateTaskStates(keys []protocol.Key, g *graphIndex) (wanted, 
 		switch {
 		case ts == nil && spec == nil:
 			continue // unreachable: lost dependencies were checked
+		case ts == nil && g.seg != nil && inGraph:
+			ts = s.makeTask(k, spec, StatusReleased)
+			s.tasks.adopt(g.seg, i, ts)
+			s.tasksPeak = max(s.tasksPeak, s.tasks.Len())
+			fresh = append(fresh, i)
 		case ts == nil:
 			ts = s.newTask(k, spec, StatusReleased)
 			fresh = append(fresh, i)

@@ -128,6 +128,10 @@ type TaskState struct {
 	coRank  int32 // rank in its partition's priority order (coBlock.byRank)
 	coFam   int32 // its family in coBlock.fams, when the block has families
 	recIdx  int32 // index in State.recs, -1 when not recommended
+	// seg/segPos: the State.tasks segment holding the task and its entry
+	// there, nil when the table's slots hold it (tasktable_segment.go)
+	seg    *tableSegment
+	segPos int32
 
 	state               Status
 	dataProducer        bool
@@ -309,6 +313,14 @@ type TaskGroup struct {
 }
 
 func (s *State) newTask(key protocol.Key, spec *GraphTask, st Status) *TaskState {
+	ts := s.makeTask(key, spec, st)
+	s.tasks.put(ts)
+	s.tasksPeak = max(s.tasksPeak, s.tasks.Len())
+	return ts
+}
+
+// makeTask is newTask without entering the task in State.tasks.
+func (s *State) makeTask(key protocol.Key, spec *GraphTask, st Status) *TaskState {
 	str, plain := keyStr(key)
 	head, tuple := "", false
 	if !plain {
@@ -356,8 +368,6 @@ func (s *State) newTask(key protocol.Key, spec *GraphTask, st Status) *TaskState
 	if spec != nil {
 		ts.setSpec(spec)
 	}
-	s.tasks.put(ts)
-	s.tasksPeak = max(s.tasksPeak, s.tasks.Len())
 	return ts
 }
 

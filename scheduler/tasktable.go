@@ -18,13 +18,18 @@ import (
 //
 // Linear probing, at most 3/4 full, deletion by backward shift (no
 // tombstones, so a table emptied and refilled probes as a fresh one).
-// Iteration order is the slots', which depends on the per-table random
-// seed: like a Go map's, no decision may depend on it.
+// Iteration order is the slots' then the segments', which depends on the
+// per-table random seed: like a Go map's, no decision may depend on it.
+//
+// The tasks of a big graph are held instead by a segment over the graph's
+// own key index (tasktable_segment.go).
 type taskTable struct {
-	slots  []taskSlot // len a power of two, or nil
-	n      int
-	seed   maphash.Seed
-	seeded bool
+	slots   []taskSlot // len a power of two, or nil
+	n       int        // tasks in the slots
+	seed    maphash.Seed
+	seeded  bool
+	segs    []*tableSegment
+	segLive int // tasks in the segments
 }
 
 type taskSlot struct {
@@ -42,7 +47,7 @@ func (t *taskTable) hash(k protocol.Key) uint64 {
 }
 
 // Len is the number of tasks held.
-func (t *taskTable) Len() int { return t.n }
+func (t *taskTable) Len() int { return t.n + t.segLive }
 
 // sizeFor returns a table of room for n tasks, emptying t.
 func (t *taskTable) sizeFor(n int) {
@@ -50,14 +55,31 @@ func (t *taskTable) sizeFor(n int) {
 	for size*3 < n*4 {
 		size *= 2
 	}
-	t.slots, t.n = make([]taskSlot, size), 0
+	t.reset()
+	t.slots = make([]taskSlot, size)
 }
 
 // reset empties t and gives its slots back to the collector.
-func (t *taskTable) reset() { t.slots, t.n = nil, 0 }
+func (t *taskTable) reset() {
+	for _, sg := range t.segs {
+		for _, ts := range sg.own {
+			if ts != nil {
+				ts.seg, ts.segPos = nil, 0
+			}
+		}
+	}
+	t.slots, t.n, t.segs, t.segLive = nil, 0, nil, 0
+}
 
 // get returns the task of key k, or nil.
 func (t *taskTable) get(k protocol.Key) *TaskState {
+	if ts := t.slotsGet(k); ts != nil || len(t.segs) == 0 {
+		return ts
+	}
+	return t.segGet(k)
+}
+
+func (t *taskTable) slotsGet(k protocol.Key) *TaskState {
 	if t.n == 0 {
 		return nil
 	}
@@ -77,6 +99,15 @@ func (t *taskTable) get(k protocol.Key) *TaskState {
 // assignment does. The probe compares a key only where the whole hash
 // matches, so a new key costs the walk to an empty slot.
 func (t *taskTable) put(ts *TaskState) {
+	if len(t.segs) > 0 {
+		if old := t.segGet(ts.Key); old != nil && old != ts {
+			t.segRemove(old)
+		}
+	}
+	t.putSlots(ts)
+}
+
+func (t *taskTable) putSlots(ts *TaskState) {
 	if (t.n+1)*4 > len(t.slots)*3 {
 		t.grow()
 	}
@@ -113,6 +144,10 @@ func (t *taskTable) grow() {
 
 // remove deletes ts if t holds it.
 func (t *taskTable) remove(ts *TaskState) {
+	if ts.seg != nil {
+		t.segRemove(ts)
+		return
+	}
 	if t.n == 0 {
 		return
 	}
@@ -149,6 +184,13 @@ func (t *taskTable) all() iter.Seq2[protocol.Key, *TaskState] {
 		for _, s := range t.slots {
 			if s.ts != nil && !yield(s.ts.Key, s.ts) {
 				return
+			}
+		}
+		for _, sg := range t.segs {
+			for _, ts := range sg.own {
+				if ts != nil && !yield(ts.Key, ts) {
+					return
+				}
 			}
 		}
 	}

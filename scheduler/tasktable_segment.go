@@ -1,0 +1,111 @@
+package scheduler
+
+import "daskgo/protocol"
+
+// tableSegment holds, for State.tasks, the tasks one big graph created,
+// found through the key index applyGraph built for the graph anyway
+// (graphIndex.pos). Adopting it instead of putting each new task in the
+// slots saves, per task of a big graph, an insert and a delete in a table
+// of a million slots, each a cache miss (about a tenth of the engine's CPU
+// per task on the 1M-task tree, in the simulator's profile).
+//
+// Invariants: own[i] is the task created for entry i of the graph while it
+// is held, else nil; such a task has seg == this segment and segPos == i.
+// A key is held in at most one place: the slots or one segment.
+type tableSegment struct {
+	pos  map[protocol.Key]int32
+	own  []*TaskState
+	live int
+}
+
+const (
+	// segmentMin is the smallest graph whose new tasks go to a segment;
+	// smaller ones go to the slots, so that lookups do not probe one map
+	// per small graph.
+	segmentMin = 4096
+	// segmentsMax bounds the probes of a lookup: adopting one more folds
+	// the emptiest into the slots.
+	segmentsMax = 4
+)
+
+// adoptSegment starts a segment over the graph entries indexed by pos; n
+// is the number of entries. The tasks enter it one by one (adopt).
+func (t *taskTable) adoptSegment(pos map[protocol.Key]int32, n int) *tableSegment {
+	if len(t.segs) >= segmentsMax {
+		least := 0
+		for i, sg := range t.segs {
+			if sg.live < t.segs[least].live {
+				least = i
+			}
+		}
+		t.fold(least)
+	}
+	sg := &tableSegment{pos: pos, own: make([]*TaskState, n)}
+	t.segs = append(t.segs, sg)
+	return sg
+}
+
+// adopt holds ts, which no place holds yet, as the task of entry i of sg.
+func (t *taskTable) adopt(sg *tableSegment, i int32, ts *TaskState) {
+	sg.own[i] = ts
+	ts.seg, ts.segPos = sg, i
+	sg.live++
+	t.segLive++
+}
+
+// settle ends sg's adoption: a segment that adopted no task is dropped and
+// one that adopted under a quarter of its entries (the graph's other keys
+// were held already) is folded into the slots, as segRemove would.
+func (t *taskTable) settle(sg *tableSegment) {
+	for i, x := range t.segs {
+		if x != sg {
+			continue
+		}
+		switch {
+		case sg.live == 0:
+			t.segs = append(t.segs[:i], t.segs[i+1:]...)
+		case sg.live*4 < len(sg.own):
+			t.fold(i)
+		}
+		return
+	}
+}
+
+// segGet returns the task of k held by a segment, or nil.
+func (t *taskTable) segGet(k protocol.Key) *TaskState {
+	for _, sg := range t.segs {
+		if i, ok := sg.pos[k]; ok {
+			if ts := sg.own[i]; ts != nil {
+				return ts
+			}
+		}
+	}
+	return nil
+}
+
+// segRemove drops ts from its segment. A segment left empty is dropped; one
+// left at under a quarter of its entries is folded into the slots, so that
+// the keys of forgotten tasks its index holds stay within four times the
+// live ones (amortized: a fold moves at most a quarter of the entries
+// that were removed since the segment began).
+func (t *taskTable) segRemove(ts *TaskState) {
+	sg := ts.seg
+	sg.own[ts.segPos] = nil
+	ts.seg, ts.segPos = nil, 0
+	sg.live--
+	t.segLive--
+	t.settle(sg)
+}
+
+// fold moves the tasks of segment i into the slots and drops it.
+func (t *taskTable) fold(i int) {
+	sg := t.segs[i]
+	t.segs = append(t.segs[:i], t.segs[i+1:]...)
+	for _, ts := range sg.own {
+		if ts != nil {
+			ts.seg, ts.segPos = nil, 0
+			t.segLive--
+			t.putSlots(ts)
+		}
+	}
+}
