@@ -1,6 +1,10 @@
 package scheduler
 
-import "daskgo/protocol"
+import (
+	"hash/maphash"
+
+	"daskgo/protocol"
+)
 
 // keyCache remembers the tasks that last reached memory, by a hash of their
 // key, for add-keys: a worker reports a replica it fetched (one add-keys
@@ -17,14 +21,17 @@ type keyCache struct {
 
 const keyCacheSlots = 1 << 14
 
-// keySlot is FNV-1a of the key's bytes, folded to a slot: deterministic,
-// and cheap for the short keys dask uses.
+// keyCacheSeed seeds keySlot. A slot only decides whether a lookup is a
+// hit, never a result, so the seed may differ between processes.
+var keyCacheSeed = maphash.MakeSeed()
+
+// keySlot is the key's hash folded to a slot. maphash, not a byte-wise
+// FNV-1a: on a 52-byte key like dask's ("('sum-aggregate-<token>', 258)"
+// packed) FNV took 40 ns and maphash 5.5 (a one-off benchmark on this
+// machine; equal at 5 ns on an 8-byte key), and put, find and drop each
+// hash the key once per task.
 func keySlot(k protocol.Key) int {
-	h := uint32(2166136261)
-	for i := 0; i < len(k); i++ {
-		h = (h ^ uint32(k[i])) * 16777619
-	}
-	return int(h>>16^h) & (keyCacheSlots - 1)
+	return int(maphash.String(keyCacheSeed, string(k))) & (keyCacheSlots - 1)
 }
 
 // put remembers ts, which just reached memory.
