@@ -64,42 +64,6 @@ func (s *State) drainHeld(client string) {
 	}
 }
 
-// graphIndex is a materialized graph indexed by key. Per-entry slices
-// (seen, touched, tasks) replace per-key maps: with 100k-task graphs every
-// avoided hash lookup counts. Each key is hashed once: hasLostDependencies
-// records where the requested keys and every reachable entry's Deps are
-// (keyIdx, deps), and generateTaskStates reuses those indices.
-type graphIndex struct {
-	tasks []GraphTask
-	pos   map[protocol.Key]int32
-	ts    []*TaskState // the TaskState of each entry once generated
-	// keyIdx[n] is the entry of the n-th requested key, -1 if not in the
-	// graph; deps[depAt[i]+d] is the entry of tasks[i].Deps[d] (-1 likewise),
-	// filled for the entries reachable from the requested keys.
-	keyIdx []int32
-	depAt  []int32
-	deps   []int32
-	// seg, when the graph is big enough, holds the tasks it creates
-	// (taskTable.adoptSegment), indexed by pos
-	seg *tableSegment
-}
-
-func newGraphIndex(tasks []GraphTask) *graphIndex {
-	g := &graphIndex{tasks: tasks, pos: make(map[protocol.Key]int32, len(tasks)), ts: make([]*TaskState, len(tasks))}
-	for i := range tasks {
-		g.pos[tasks[i].Key] = int32(i)
-	}
-	return g
-}
-
-// lookup returns k's entry, or -1.
-func (g *graphIndex) lookup(k protocol.Key) int32 {
-	if i, ok := g.pos[k]; ok {
-		return i
-	}
-	return -1
-}
-
 // applyGraph is update_graph after materialization.
 func (s *State) applyGraph(p *pendingGraph, tasks []GraphTask) {
 	g := newGraphIndex(tasks)
@@ -115,7 +79,7 @@ func (s *State) applyGraph(p *pendingGraph, tasks []GraphTask) {
 		if s.tasks.Len() == 0 {
 			s.tasks.reset()
 		}
-		g.seg = s.tasks.adoptSegment(g.pos, len(tasks))
+		g.seg = s.tasks.adoptSegment(g.index, len(tasks))
 	} else if s.tasks.Len() == 0 {
 		// size the table for the graph: no growing while its tasks are
 		// created (this also frees an old, bigger one)

@@ -4,7 +4,7 @@ import "daskgo/protocol"
 
 // tableSegment holds, for State.tasks, the tasks one big graph created,
 // found through the key index applyGraph built for the graph anyway
-// (graphIndex.pos). Adopting it instead of putting each new task in the
+// (graphIndex.index). Adopting it instead of putting each new task in the
 // slots saves, per task of a big graph, an insert and a delete in a table
 // of a million slots, each a cache miss (about a tenth of the engine's CPU
 // per task on the 1M-task tree, in the simulator's profile).
@@ -13,24 +13,24 @@ import "daskgo/protocol"
 // is held, else nil; such a task has seg == this segment and segPos == i.
 // A key is held in at most one place: the slots or one segment.
 type tableSegment struct {
-	pos  map[protocol.Key]int32
-	own  []*TaskState
-	live int
+	index keyIndex
+	own   []*TaskState
+	live  int
 }
 
 const (
 	// segmentMin is the smallest graph whose new tasks go to a segment;
-	// smaller ones go to the slots, so that lookups do not probe one map
-	// per small graph.
+	// smaller ones go to the slots, so that lookups do not probe one
+	// index per small graph.
 	segmentMin = 4096
 	// segmentsMax bounds the probes of a lookup: adopting one more folds
 	// the emptiest into the slots.
 	segmentsMax = 4
 )
 
-// adoptSegment starts a segment over the graph entries indexed by pos; n
-// is the number of entries. The tasks enter it one by one (adopt).
-func (t *taskTable) adoptSegment(pos map[protocol.Key]int32, n int) *tableSegment {
+// adoptSegment starts a segment over the graph entries indexed by index;
+// n is the number of entries. The tasks enter it one by one (adopt).
+func (t *taskTable) adoptSegment(index keyIndex, n int) *tableSegment {
 	if len(t.segs) >= segmentsMax {
 		least := 0
 		for i, sg := range t.segs {
@@ -40,7 +40,7 @@ func (t *taskTable) adoptSegment(pos map[protocol.Key]int32, n int) *tableSegmen
 		}
 		t.fold(least)
 	}
-	sg := &tableSegment{pos: pos, own: make([]*TaskState, n)}
+	sg := &tableSegment{index: index, own: make([]*TaskState, n)}
 	t.segs = append(t.segs, sg)
 	return sg
 }
@@ -71,11 +71,18 @@ func (t *taskTable) settle(sg *tableSegment) {
 	}
 }
 
-// segGet returns the task of k held by a segment, or nil.
+// segGet returns the task of k held by a segment, or nil. An entry whose
+// task is gone cannot be compared (the index holds no key), so the probe
+// goes on past it: at worst to the end of the run.
 func (t *taskTable) segGet(k protocol.Key) *TaskState {
+	h := keyIndexHash(k)
 	for _, sg := range t.segs {
-		if i, ok := sg.pos[k]; ok {
-			if ts := sg.own[i]; ts != nil {
+		for it := sg.index.probe(h); ; {
+			e, ok := it.next()
+			if !ok {
+				break
+			}
+			if ts := sg.own[e]; ts != nil && ts.Key == k {
 				return ts
 			}
 		}
@@ -85,9 +92,9 @@ func (t *taskTable) segGet(k protocol.Key) *TaskState {
 
 // segRemove drops ts from its segment. A segment left empty is dropped; one
 // left at under a quarter of its entries is folded into the slots, so that
-// the keys of forgotten tasks its index holds stay within four times the
-// live ones (amortized: a fold moves at most a quarter of the entries
-// that were removed since the segment began).
+// its 24 bytes per entry (index and own) stay within four times the live
+// tasks' (amortized: a fold moves at most a third as many tasks as were
+// removed since the segment began).
 func (t *taskTable) segRemove(ts *TaskState) {
 	sg := ts.seg
 	sg.own[ts.segPos] = nil

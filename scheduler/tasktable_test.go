@@ -124,18 +124,16 @@ func TestTaskTableSegmentsMatchAMap(t *testing.T) {
 	for step := range 20000 {
 		switch op := rng.IntN(100); {
 		case op < 2: // a graph: an index over 40-100 keys, new ones adopted
-			pos := map[protocol.Key]int32{}
-			var keys []protocol.Key
+			var g []GraphTask
 			for range 40 + rng.IntN(60) {
-				if k := key(); pos[k] == 0 && (len(keys) == 0 || keys[0] != k) {
-					pos[k] = int32(len(keys))
-					keys = append(keys, k)
-				}
+				g = append(g, GraphTask{Key: key()}) // repeats: the last entry wins
 			}
-			sg := tt.adoptSegment(pos, len(keys))
+			idx := newGraphIndex(g)
+			sg := tt.adoptSegment(idx.index, len(g))
 			segments++
-			for i, k := range keys {
-				if ref[k] == nil {
+			for i := range g {
+				k := g[i].Key
+				if idx.lookup(k) == int32(i) && ref[k] == nil {
 					ts := &TaskState{Key: k}
 					tt.adopt(sg, int32(i), ts)
 					ref[k] = ts
