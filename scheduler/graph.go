@@ -223,7 +223,6 @@ func (s *State) generateTaskStates(keys []protocol.Key, g *graphIndex) (wanted, 
 		case ts == nil && g.seg != nil && inGraph:
 			ts = s.makeTask(k, spec, StatusReleased)
 			s.tasks.adopt(g.seg, i, ts)
-			s.tasksPeak = max(s.tasksPeak, s.tasks.Len())
 			fresh = append(fresh, i)
 		case ts == nil:
 			ts = s.newTask(k, spec, StatusReleased)

@@ -16,11 +16,9 @@ import (
 type State struct {
 	cfg Config
 
-	tasks taskTable
-	// tasksPeak is the most tasks held since tasks was last made anew
-	tasksPeak int
-	prefixes  map[string]*TaskPrefix
-	groups    map[string]*TaskGroup
+	tasks    taskTable
+	prefixes map[string]*TaskPrefix
+	groups   map[string]*TaskGroup
 
 	workers     map[string]*WorkerState
 	workerOrder oset[*WorkerState] // registration order, as distributed's dict

@@ -315,7 +315,6 @@ type TaskGroup struct {
 func (s *State) newTask(key protocol.Key, spec *GraphTask, st Status) *TaskState {
 	ts := s.makeTask(key, spec, st)
 	s.tasks.put(ts)
-	s.tasksPeak = max(s.tasksPeak, s.tasks.Len())
 	return ts
 }
 

@@ -30,6 +30,7 @@ type taskTable struct {
 	seeded  bool
 	segs    []*tableSegment
 	segLive int // tasks in the segments
+	peak    int // the most tasks held since the last reset
 }
 
 type taskSlot struct {
@@ -68,7 +69,7 @@ func (t *taskTable) reset() {
 			}
 		}
 	}
-	t.slots, t.n, t.segs, t.segLive = nil, 0, nil, 0
+	t.slots, t.n, t.segs, t.segLive, t.peak = nil, 0, nil, 0, 0
 }
 
 // get returns the task of key k, or nil.
@@ -121,6 +122,7 @@ func (t *taskTable) putSlots(ts *TaskState) {
 	}
 	t.slots[i] = taskSlot{h, ts}
 	t.n++
+	t.peak = max(t.peak, t.Len())
 }
 
 func (t *taskTable) place(s taskSlot) {

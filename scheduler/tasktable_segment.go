@@ -1,6 +1,10 @@
 package scheduler
 
-import "daskgo/protocol"
+import (
+	"slices"
+
+	"daskgo/protocol"
+)
 
 // tableSegment holds, for State.tasks, the tasks one big graph created,
 // found through the key index applyGraph built for the graph anyway
@@ -51,6 +55,7 @@ func (t *taskTable) adopt(sg *tableSegment, i int32, ts *TaskState) {
 	ts.seg, ts.segPos = sg, i
 	sg.live++
 	t.segLive++
+	t.peak = max(t.peak, t.Len())
 }
 
 // settle ends sg's adoption: a segment that adopted no task is dropped and
@@ -61,10 +66,7 @@ func (t *taskTable) settle(sg *tableSegment) {
 		if x != sg {
 			continue
 		}
-		switch {
-		case sg.live == 0:
-			t.segs = append(t.segs[:i], t.segs[i+1:]...)
-		case sg.live*4 < len(sg.own):
+		if sg.live == 0 || sg.live*4 < len(sg.own) {
 			t.fold(i)
 		}
 		return
@@ -104,10 +106,12 @@ func (t *taskTable) segRemove(ts *TaskState) {
 	t.settle(sg)
 }
 
-// fold moves the tasks of segment i into the slots and drops it.
+// fold moves the tasks of segment i into the slots and drops it
+// (slices.Delete clears the vacated end of segs, which would otherwise keep
+// the last segment's index and own reachable).
 func (t *taskTable) fold(i int) {
 	sg := t.segs[i]
-	t.segs = append(t.segs[:i], t.segs[i+1:]...)
+	t.segs = slices.Delete(t.segs, i, i+1)
 	for _, ts := range sg.own {
 		if ts != nil {
 			ts.seg, ts.segPos = nil, 0

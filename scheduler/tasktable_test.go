@@ -15,26 +15,7 @@ func TestTaskTableMatchesAMap(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	var tt taskTable
 	ref := map[protocol.Key]*TaskState{}
-	check := func(step int) {
-		if tt.Len() != len(ref) {
-			t.Fatalf("step %d: Len %d, map %d", step, tt.Len(), len(ref))
-		}
-		seen := 0
-		for k, ts := range tt.all() {
-			if ref[k] != ts {
-				t.Fatalf("step %d: all() yields %q -> %p, map has %p", step, k, ts, ref[k])
-			}
-			seen++
-		}
-		if seen != len(ref) {
-			t.Fatalf("step %d: all() yields %d tasks, map has %d", step, seen, len(ref))
-		}
-		for k, ts := range ref {
-			if got := tt.get(k); got != ts {
-				t.Fatalf("step %d: get(%q) = %p, want %p", step, k, got, ts)
-			}
-		}
-	}
+	check := func(step int) { checkTableMatches(t, step, &tt, ref) }
 	for step := range 20000 {
 		k := protocol.Key(fmt.Sprintf("k-%d", rng.IntN(300)))
 		switch op := rng.IntN(10); {
@@ -73,6 +54,30 @@ func TestTaskTableMatchesAMap(t *testing.T) {
 	}
 }
 
+// checkTableMatches fails the test unless tt holds exactly ref: Len, all()
+// and get of every key.
+func checkTableMatches(t *testing.T, step int, tt *taskTable, ref map[protocol.Key]*TaskState) {
+	t.Helper()
+	if tt.Len() != len(ref) {
+		t.Fatalf("step %d: Len %d, map %d", step, tt.Len(), len(ref))
+	}
+	seen := 0
+	for k, ts := range tt.all() {
+		if ref[k] != ts {
+			t.Fatalf("step %d: all() yields %q -> %p, map has %p", step, k, ts, ref[k])
+		}
+		seen++
+	}
+	if seen != len(ref) {
+		t.Fatalf("step %d: all() yields %d tasks, map has %d", step, seen, len(ref))
+	}
+	for k, ts := range ref {
+		if got := tt.get(k); got != ts {
+			t.Fatalf("step %d: get(%q) = %p, want %p", step, k, got, ts)
+		}
+	}
+}
+
 // Segments (the tasks of big graphs, held through the graph's own index)
 // keep the table a map: random graphs adopted over keys some of which are
 // already held, replacements, deletes that empty or fold segments, and
@@ -83,26 +88,14 @@ func TestTaskTableSegmentsMatchAMap(t *testing.T) {
 	ref := map[protocol.Key]*TaskState{}
 	check := func(step int) {
 		t.Helper()
-		if tt.Len() != len(ref) {
-			t.Fatalf("step %d: Len %d, map %d", step, tt.Len(), len(ref))
-		}
-		seen := 0
-		for k, ts := range tt.all() {
-			if ref[k] != ts {
-				t.Fatalf("step %d: all() yields %q -> %p, map has %p", step, k, ts, ref[k])
-			}
-			seen++
-		}
-		if seen != len(ref) {
-			t.Fatalf("step %d: all() yields %d tasks, map has %d", step, seen, len(ref))
-		}
-		for k, ts := range ref {
-			if got := tt.get(k); got != ts {
-				t.Fatalf("step %d: get(%q) = %p, want %p", step, k, got, ts)
-			}
-		}
+		checkTableMatches(t, step, &tt, ref)
 		if len(tt.segs) > segmentsMax {
 			t.Fatalf("step %d: %d segments, at most %d", step, len(tt.segs), segmentsMax)
+		}
+		for _, sg := range tt.segs[len(tt.segs):cap(tt.segs)] {
+			if sg != nil {
+				t.Fatalf("step %d: a dropped segment is still referenced past the end of segs", step)
+			}
 		}
 		for _, sg := range tt.segs {
 			live := 0

@@ -196,10 +196,9 @@ func (s *State) propagateForgotten(ts *TaskState) {
 // removeKey mirrors SchedulerState._remove_key.
 func (s *State) removeKey(ts *TaskState) {
 	s.tasks.remove(ts)
-	if s.tasks.Len() == 0 && s.tasksPeak > emptyMapKeep {
+	if s.tasks.Len() == 0 && s.tasks.peak > emptyMapKeep {
 		// the slots of a forgotten 1M-task graph go back to the collector
 		s.tasks.reset()
-		s.tasksPeak = 0
 	}
 	s.unrunnable.Remove(ts)
 	for _, cs := range ts.whoWants.Items() {
