@@ -17,6 +17,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
+import signal
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -55,24 +57,68 @@ def own_fds(stats: dict) -> int:
     return int(stats["open_fds"]) - int(stats["pool_open"])
 
 
-def connections(pid: int, port: int) -> tuple[int, int]:
-    """The scheduler's accepted connections (local port == its port): how
-    many have a live peer, and how many dangle (the peer closed its end,
-    CLOSE_WAIT, or no process holds the peer's end any more). A dangling
-    connection is a leak; a live one is a peer's own pooling (a nanny keeps
-    the connection it reported a dead worker over, as distributed's
-    ConnectionPool does)."""
+def accepted(pid: int, port: int) -> tuple[list[str], list[str]]:
+    """The scheduler's accepted connections (local port == its port), as
+    "peer state": those with a live peer, and those that dangle (the peer
+    closed its end, CLOSE_WAIT, or no process holds the peer's end any
+    more). A dangling connection is a leak; a live one is a peer's own
+    pooling (a nanny keeps the connection it reported a dead worker over,
+    as distributed's ConnectionPool does)."""
     mine = [c for c in psutil.Process(pid).net_connections(kind="tcp")
             if c.raddr and c.laddr.port == port]
     held = {(c.laddr.ip, c.laddr.port) for c in psutil.net_connections(kind="tcp")
             if c.pid and c.pid != pid and c.laddr}
-    live = dangling = 0
+    live, dangling = [], []
     for c in mine:
-        if c.status == psutil.CONN_CLOSE_WAIT or (c.raddr.ip, c.raddr.port) not in held:
-            dangling += 1
-        else:
-            live += 1
+        gone = c.status == psutil.CONN_CLOSE_WAIT or (c.raddr.ip, c.raddr.port) not in held
+        (dangling if gone else live).append(f"{c.raddr.ip}:{c.raddr.port} {c.status}")
     return live, dangling
+
+
+def connections(pid: int, port: int) -> tuple[int, int]:
+    """How many of the scheduler's accepted connections are live and how
+    many dangle (accepted())."""
+    live, dangling = accepted(pid, port)
+    return len(live), len(dangling)
+
+
+def goroutine_summary(pid: int, timeout: float = 10.0, limit: int = 40) -> str:
+    """When the scheduler runs with --heap-profile PATH, asks it for its
+    goroutines' stacks (SIGUSR1 writes PATH.N.goroutines) and returns the
+    groups in a line each: how many, then the innermost frame and this
+    module's frames. What a case that did not settle still runs is named in
+    its failure, so a flake in CI can be read from CI's output alone."""
+    args = psutil.Process(pid).cmdline()
+    if "--heap-profile" not in args:
+        return "(no --heap-profile: no goroutine dump)"
+    base = args[args.index("--heap-profile") + 1]
+    folder = os.path.dirname(base) or "."
+    before = set(os.listdir(folder))
+    os.kill(pid, signal.SIGUSR1)
+    deadline = time.monotonic() + timeout
+    path = ""
+    while not path and time.monotonic() < deadline:
+        time.sleep(0.2)
+        new = [f for f in set(os.listdir(folder)) - before if f.endswith(".goroutines")]
+        path = os.path.join(folder, new[0]) if new else ""
+    if not path:
+        return "(goroutine dump not written)"
+    time.sleep(0.5)  # written after the heap profile, in one call
+    groups = []
+    with open(path, errors="replace") as f:
+        text = f.read()
+    for block in text.split("\n\n"):
+        head = re.match(r"(\d+) @", block.lstrip().split("\n", 1)[0]) if block.strip() else None
+        if not head:
+            continue
+        frames = re.findall(r"#\s+0x[0-9a-f]+\s+(\S+)\+0x[0-9a-f]+\s+(\S+)", block)
+        names = [frames[0][0]] if frames else []
+        names += [fn.rsplit("/", 1)[-1] + " " + loc.rsplit("/", 1)[-1]
+                  for fn, loc in frames[1:] if fn.startswith("daskgo/")][:4]
+        groups.append((int(head.group(1)), " < ".join(names)))
+    groups.sort(key=lambda g: -g[0])
+    lines = [f"{n}x {desc}" for n, desc in groups[:limit]]
+    return f"goroutines ({os.path.basename(path)}): " + "; ".join(lines)
 
 
 def rss_parts(pid: int) -> tuple[int, int]:
@@ -202,7 +248,8 @@ class Case:
         if not done:
             r.fail(f"did not settle in {timeout}s: goroutines {r.goroutines_before}->{r.goroutines_after}, "
                    f"fds {r.fds_before}->{r.fds_after}, connections {r.connections_before}->{live} "
-                   f"(+{dangling} dangling), per-task state {stats['footprint']}")
+                   f"(+{dangling} dangling: {accepted(self.pid, self.port)[1]}), per-task state {stats['footprint']}; "
+                   f"{goroutine_summary(self.pid)}")
         return stats
 
     def check(self) -> None:

@@ -47,7 +47,8 @@ def cluster(tmp_path):
 
     def start(n_workers: int, nthreads: int = 1, env: dict | None = None, extra_worker_args=()):
         env = stress_env(env)
-        sched = GoScheduler(tmp_path, env=env).start()
+        # --heap-profile: a case that does not settle dumps the goroutines
+        sched = GoScheduler(tmp_path, "--heap-profile", str(tmp_path / "heap"), env=env).start()
         workers = Workers(tmp_path)
         started.append((sched, workers))
         for i in range(n_workers):
