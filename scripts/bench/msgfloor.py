@@ -161,13 +161,17 @@ def record(tmp: Path, results: Path, timeout: float) -> tuple[Path, dict]:
 
 # ---- the runs ------------------------------------------------------------------
 
-def replay(binary: Path, script: Path, speed: float = 1.0, timeout: float = 600) -> tuple[dict, dict]:
+def replay(binary: Path, script: Path, speed: float = 1.0, timeout: float = 600,
+           batch: str = "") -> tuple[dict, dict]:
     """msgfloor serve (GOMAXPROCS as our scheduler sets it) replaying script
-    against msgfloor drive at speed: their reports (drive, serve). Raises
-    when either fails; both are stopped by PID, also on failure."""
+    against msgfloor drive at speed: their reports (drive, serve). With
+    batch (a Go duration), serve polls every connection from one goroutine
+    that often (serve --batch). Raises when either fails; both are stopped
+    by PID, also on failure."""
     env = {**os.environ}
     env.pop("GOMAXPROCS", None)
-    serve = subprocess.Popen([str(binary), "serve", "--script", str(script)], stdout=subprocess.PIPE, text=True, env=env)
+    serve = subprocess.Popen([str(binary), "serve", "--script", str(script), *(["--batch", batch] if batch else [])],
+                             stdout=subprocess.PIPE, text=True, env=env)
     drive = None
     try:
         addr = serve.stdout.readline().strip()

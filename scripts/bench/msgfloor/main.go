@@ -20,8 +20,12 @@
 //
 // Usage (msgfloor.py runs both):
 //
-//	msgfloor serve --script S.json.gz   # prints its address, then one JSON report line at the end
+//	msgfloor serve --script S.json.gz [--batch 50ms]   # prints its address, then one JSON report line at the end
 //	msgfloor drive --script S.json.gz --addr HOST:PORT [--speed X]   # prints one JSON report line
+//
+// serve --batch W is the floor of another design: one goroutine polls every
+// connection each W (batch_linux.go), a wake-up per W instead of one per
+// message (heartbeat_floor.py measures it on idle heartbeats).
 //
 // The floor's CPU window opens at its first message and closes when the
 // last connection has ended (the driver closes them after the last reply).
@@ -47,11 +51,12 @@ func main() {
 	addr := fs.String("addr", "127.0.0.1:0", "serve: listen here; drive: the floor's address")
 	drain := fs.Duration("drain-timeout", 10*time.Second, "drive: how long to wait for the last replies")
 	speed := fs.Float64("speed", 1, "drive: replay this many times faster than recorded")
+	batch := fs.Duration("batch", 0, "serve: poll every connection from one goroutine every this long (serveBatched) instead of a goroutine per connection")
 	_ = fs.Parse(os.Args[2:])
 	var err error
 	switch os.Args[1] {
 	case "serve":
-		err = runServe(*script, *addr)
+		err = runServe(*script, *addr, *batch)
 	case "drive":
 		err = runDrive(*script, *addr, *speed, *drain)
 	default:
@@ -73,7 +78,7 @@ type ServeReport struct {
 	GOMAXPROCS int `json:"gomaxprocs"`
 }
 
-func runServe(scriptPath, addr string) error {
+func runServe(scriptPath, addr string, batch time.Duration) error {
 	s, err := loadScript(scriptPath)
 	if err != nil {
 		return err
@@ -83,6 +88,7 @@ func runServe(scriptPath, addr string) error {
 		runtime.GOMAXPROCS(1)
 	}
 	f := newFloor(s)
+	f.batch = batch
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)

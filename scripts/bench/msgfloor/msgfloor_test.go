@@ -40,8 +40,15 @@ func TestSplitterAtEveryBoundary(t *testing.T) {
 }
 
 // A replay on loopback: every scripted message arrives at the floor, and
-// every reply it writes arrives at the driver, on the right connections.
+// every reply it writes arrives at the driver, on the right connections;
+// with a goroutine per connection and polled (serve --batch).
 func TestReplayDeliversEveryMessage(t *testing.T) {
+	for _, batch := range []time.Duration{0, 5 * time.Millisecond} {
+		t.Run(batch.String(), func(t *testing.T) { testReplay(t, batch) })
+	}
+}
+
+func testReplay(t *testing.T, batch time.Duration) {
 	s := &Script{Conns: []string{"worker-stream", "client-stream"}, Events: []Event{
 		{AtNs: 0, Conn: 0, Bytes: 300, Replies: [][]int{{0, 500}, {1, 100}}},
 		{AtNs: int64(time.Millisecond), Conn: 0, Bytes: 40, Replies: [][]int{{0, 500}}},
@@ -57,6 +64,7 @@ func TestReplayDeliversEveryMessage(t *testing.T) {
 	}
 	defer lis.Close()
 	f := newFloor(s)
+	f.batch = batch
 	served := make(chan error, 1)
 	go func() { served <- f.serve(lis) }()
 	rep, err := drive(s, lis.Addr().String(), 2, 5*time.Second)

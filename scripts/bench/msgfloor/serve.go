@@ -7,6 +7,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // floor is the scheduler side of a replay, and nothing else: one goroutine
@@ -27,6 +28,9 @@ type floor struct {
 	writes atomic.Int64
 	in     atomic.Int64 // messages read
 	failed atomic.Int64 // writes that failed (the peer gone)
+
+	batch time.Duration // > 0: serveBatched, polling every batch
+	raw   []int         // serveBatched's fds, by connection
 }
 
 type outConn struct {
@@ -68,6 +72,9 @@ func (f *floor) serve(lis net.Listener) error {
 		}
 		conns[i] = c
 		f.out[i] = &outConn{c: c}
+	}
+	if f.batch > 0 {
+		return f.serveBatched(conns, f.batch)
 	}
 	errs := make([]error, len(conns))
 	var wg sync.WaitGroup
