@@ -150,3 +150,60 @@ def test_silent_worker_removed_after_worker_ttl(fresh_cluster):
                 os.kill(pid, signal.SIGCONT)
             except ProcessLookupError:
                 pass  # its nanny killed it (restart_workers), as with distributed's scheduler
+
+
+GATHER_AND_WAIT = """
+import asyncio, sys
+from distributed.core import rpc
+
+async def main():
+    async with rpc(sys.argv[1]) as r:
+        print("gathering", flush=True)
+        await r.gather(keys=[sys.argv[2]])
+
+asyncio.run(main())
+"""
+
+
+def close_wait_peers(pid: int, port: int) -> list[str]:
+    """The peers of the scheduler's accepted connections that the peer has
+    closed and the scheduler has not (CLOSE_WAIT)."""
+    import psutil
+
+    return [f"{c.raddr.ip}:{c.raddr.port}" for c in psutil.Process(pid).net_connections(kind="tcp")
+            if c.raddr and c.laddr.port == port and c.status == psutil.CONN_CLOSE_WAIT]
+
+
+def test_gather_from_a_stopped_worker_ends_when_the_caller_leaves(fresh_cluster):
+    """A gather waiting on a worker that stopped answering (SIGSTOP) ends
+    once its caller hangs up: the scheduler closes the caller's connection
+    instead of holding it until the worker comes back. Afterwards (the
+    worker resumed) gathers from it work again."""
+    import subprocess
+
+    sched, _ = fresh_cluster()
+    port = int(sched.address.rsplit(":", 1)[1])
+    with Client(sched.address, timeout=30) as c:
+        c.wait_for_workers(2, timeout=60)
+        holder = sorted(c.nthreads())[0]
+        fut = c.submit(slow_inc, 1, delay=0, key="held-by-one", workers=[holder])
+        assert c.gather(fut) == 2  # through the scheduler: it now pools a connection to holder
+        pid = c.run(os.getpid, workers=[holder])[holder]
+        os.kill(pid, signal.SIGSTOP)
+        caller = subprocess.Popen([sys.executable, "-c", GATHER_AND_WAIT, sched.address, "held-by-one"],
+                                  stdout=subprocess.PIPE, text=True)
+        try:
+            assert caller.stdout.readline().strip() == "gathering"
+            time.sleep(1.0)  # the gather now waits on the stopped worker
+            assert caller.poll() is None, "the gather returned from a stopped worker"
+            caller.kill()
+            caller.wait(timeout=10)
+            # the caller's end is closed: the scheduler must close its own
+            # within a few peer checks, not when the worker resumes
+            wait_for(lambda: not close_wait_peers(sched.proc.pid, port), 10,
+                     "the scheduler to close the departed caller's connection")
+        finally:
+            if caller.poll() is None:
+                caller.kill()
+            os.kill(pid, signal.SIGCONT)
+        assert c.gather(fut) == 2

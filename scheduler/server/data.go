@@ -21,6 +21,8 @@ func (s *Server) gather(ctx context.Context, req *comm.Request) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gather: %w", err)
 	}
+	ctx, stop := callerContext(ctx, req.Conn)
+	defer stop()
 	data := make(map[protocol.Key]any, len(keys))
 	missing := keys
 	var failed []protocol.Key
@@ -39,6 +41,9 @@ func (s *Server) gather(ctx context.Context, req *comm.Request) (any, error) {
 			byWorker[picks[i]] = append(byWorker[picks[i]], k)
 		}
 		bad := s.getDataFromWorkers(ctx, byWorker, data)
+		if err := context.Cause(ctx); err != nil {
+			return nil, fmt.Errorf("gather: %w", err) // the caller left, or shutdown
+		}
 		missing = missing[:0:0]
 		for w, ks := range byWorker {
 			if bad[w] {
