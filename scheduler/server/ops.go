@@ -31,7 +31,7 @@ var Ops = []OpInfo{
 	rpc("event_wait", yes("distributed.Event")),
 	rpc("events", yes("Client.get_events")),
 	rpc("feed", python("Client.feed", "poll from the client instead")),
-	rpc("gather", yes("")),
+	rpc("gather", yes("Client.gather (a gather whose caller hung up ends: callerContext)")),
 	rpc("get_cluster_state", no("Client.dump_cluster_state", "")),
 	rpc("get_error_cause", no("recreate_error_locally", "")),
 	rpc("get_logs", yes("Client.get_scheduler_logs")),
