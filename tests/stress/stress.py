@@ -121,6 +121,22 @@ def goroutine_summary(pid: int, timeout: float = 10.0, limit: int = 40) -> str:
     return f"goroutines ({os.path.basename(path)}): " + "; ".join(lines)
 
 
+def log_lines_of(pid: int, peers: list[str], limit: int = 10) -> list[str]:
+    """The scheduler's log lines naming any of peers ("ip:port state", as
+    accepted() gives them), when its log is scheduler.log beside its
+    --heap-profile (tests/cluster.py's GoScheduler writes it there)."""
+    args = psutil.Process(pid).cmdline()
+    if "--heap-profile" not in args or not peers:
+        return []
+    log = os.path.join(os.path.dirname(args[args.index("--heap-profile") + 1]) or ".", "scheduler.log")
+    wanted = [p.split(" ", 1)[0] + '"' for p in peers]  # the end of the "peer" field: no longer port matches
+    try:
+        with open(log, errors="replace") as f:
+            return [line.strip()[:300] for line in f if any(w in line for w in wanted)][-limit:]
+    except OSError:
+        return []
+
+
 def rss_parts(pid: int) -> tuple[int, int]:
     """RSS of the Go process and the sum over its children."""
     p = psutil.Process(pid)
@@ -246,10 +262,11 @@ class Case:
         r.peak_helper_mib = max(self.sampler.peak_helper, helper) / MiB
         r.wall_s = time.monotonic() - self.t0
         if not done:
+            peers = accepted(self.pid, self.port)[1]
             r.fail(f"did not settle in {timeout}s: goroutines {r.goroutines_before}->{r.goroutines_after}, "
                    f"fds {r.fds_before}->{r.fds_after}, connections {r.connections_before}->{live} "
-                   f"(+{dangling} dangling: {accepted(self.pid, self.port)[1]}), per-task state {stats['footprint']}; "
-                   f"{goroutine_summary(self.pid)}")
+                   f"(+{dangling} dangling: {peers}), per-task state {stats['footprint']}; "
+                   f"{goroutine_summary(self.pid)}; the log on those peers: {log_lines_of(self.pid, peers)}")
         return stats
 
     def check(self) -> None:
