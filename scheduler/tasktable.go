@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"hash/maphash"
 	"iter"
 
 	"daskgo/protocol"
@@ -19,15 +18,15 @@ import (
 // Linear probing, at most 3/4 full, deletion by backward shift (no
 // tombstones, so a table emptied and refilled probes as a fresh one).
 // Iteration order is the slots' then the segments', which depends on the
-// per-table random seed: like a Go map's, no decision may depend on it.
+// per-process random seed of keyIndexHash: like a Go map's, no decision
+// may depend on it. The slots and the segments' key indices share that
+// hash, so a lookup hashes its key once.
 //
 // The tasks of a big graph are held instead by a segment over the graph's
 // own key index (tasktable_segment.go).
 type taskTable struct {
 	slots   []taskSlot // len a power of two, or nil
 	n       int        // tasks in the slots
-	seed    maphash.Seed
-	seeded  bool
 	segs    []*tableSegment
 	segLive int // tasks in the segments
 	peak    int // the most tasks held since the last reset
@@ -39,13 +38,6 @@ type taskSlot struct {
 }
 
 const taskTableMin = 16
-
-func (t *taskTable) hash(k protocol.Key) uint64 {
-	if !t.seeded {
-		t.seed, t.seeded = maphash.MakeSeed(), true
-	}
-	return maphash.String(t.seed, string(k))
-}
 
 // Len is the number of tasks held.
 func (t *taskTable) Len() int { return t.n + t.segLive }
@@ -74,17 +66,19 @@ func (t *taskTable) reset() {
 
 // get returns the task of key k, or nil.
 func (t *taskTable) get(k protocol.Key) *TaskState {
-	if ts := t.slotsGet(k); ts != nil || len(t.segs) == 0 {
+	h := keyIndexHash(k)
+	if ts := t.slotsGet(k, h); ts != nil || len(t.segs) == 0 {
 		return ts
 	}
-	return t.segGet(k)
+	return t.segGet(k, h)
 }
 
-func (t *taskTable) slotsGet(k protocol.Key) *TaskState {
+// slotsGet is get in the slots; h is keyIndexHash(k).
+func (t *taskTable) slotsGet(k protocol.Key, h uint64) *TaskState {
 	if t.n == 0 {
 		return nil
 	}
-	h, mask := t.hash(k), len(t.slots)-1
+	mask := len(t.slots) - 1
 	for i := int(h) & mask; ; i = (i + 1) & mask {
 		s := &t.slots[i]
 		if s.ts == nil {
@@ -100,19 +94,21 @@ func (t *taskTable) slotsGet(k protocol.Key) *TaskState {
 // assignment does. The probe compares a key only where the whole hash
 // matches, so a new key costs the walk to an empty slot.
 func (t *taskTable) put(ts *TaskState) {
+	h := keyIndexHash(ts.Key)
 	if len(t.segs) > 0 {
-		if old := t.segGet(ts.Key); old != nil && old != ts {
+		if old := t.segGet(ts.Key, h); old != nil && old != ts {
 			t.segRemove(old)
 		}
 	}
-	t.putSlots(ts)
+	t.putSlots(ts, h)
 }
 
-func (t *taskTable) putSlots(ts *TaskState) {
+// putSlots is put in the slots; h is keyIndexHash(ts.Key).
+func (t *taskTable) putSlots(ts *TaskState, h uint64) {
 	if (t.n+1)*4 > len(t.slots)*3 {
 		t.grow()
 	}
-	h, mask := t.hash(ts.Key), len(t.slots)-1
+	mask := len(t.slots) - 1
 	i := int(h) & mask
 	for ; t.slots[i].ts != nil; i = (i + 1) & mask {
 		if s := &t.slots[i]; s.h == h && s.ts.Key == ts.Key {
@@ -154,7 +150,7 @@ func (t *taskTable) remove(ts *TaskState) {
 		return
 	}
 	mask := len(t.slots) - 1
-	i := int(t.hash(ts.Key)) & mask
+	i := int(keyIndexHash(ts.Key)) & mask
 	for t.slots[i].ts != ts {
 		if t.slots[i].ts == nil {
 			return

@@ -73,11 +73,11 @@ func (t *taskTable) settle(sg *tableSegment) {
 	}
 }
 
-// segGet returns the task of k held by a segment, or nil. An entry whose
-// task is gone cannot be compared (the index holds no key), so the probe
-// goes on past it: at worst to the end of the run.
-func (t *taskTable) segGet(k protocol.Key) *TaskState {
-	h := keyIndexHash(k)
+// segGet returns the task of k held by a segment, or nil; h is
+// keyIndexHash(k). An entry whose task is gone cannot be compared (the
+// index holds no key), so the probe goes on past it: at worst to the end
+// of the run.
+func (t *taskTable) segGet(k protocol.Key, h uint64) *TaskState {
 	for _, sg := range t.segs {
 		for it := sg.index.probe(h); ; {
 			e, ok := it.next()
@@ -116,7 +116,7 @@ func (t *taskTable) fold(i int) {
 		if ts != nil {
 			ts.seg, ts.segPos = nil, 0
 			t.segLive--
-			t.putSlots(ts)
+			t.putSlots(ts, keyIndexHash(ts.Key))
 		}
 	}
 }
