@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"fmt"
 	"slices"
 
 	"daskgo/protocol"
@@ -119,4 +120,42 @@ func (t *taskTable) fold(i int) {
 			t.putSlots(ts, keyIndexHash(ts.Key))
 		}
 	}
+}
+
+// checkSegments reports the first broken segment invariant, with the task
+// concerned when there is one: a held entry that names another place, a
+// live count that is off, a segment under a quarter full (or empty, which
+// settle and segRemove never leave), more than segmentsMax segments, live
+// counts that do not add up, a dropped segment still referenced past the
+// end of segs. validateState and the table's tests both run it.
+func (t *taskTable) checkSegments() (*TaskState, error) {
+	if len(t.segs) > segmentsMax {
+		return nil, fmt.Errorf("%d task table segments, at most %d", len(t.segs), segmentsMax)
+	}
+	for _, sg := range t.segs[len(t.segs):cap(t.segs)] {
+		if sg != nil {
+			return nil, fmt.Errorf("a dropped task table segment is still referenced past the end of segs")
+		}
+	}
+	live := 0
+	for _, sg := range t.segs {
+		n := 0
+		for i, ts := range sg.own {
+			if ts == nil {
+				continue
+			}
+			n++
+			if ts.seg != sg || ts.segPos != int32(i) {
+				return ts, fmt.Errorf("held by entry %d of a task table segment that it does not name", i)
+			}
+		}
+		if n != sg.live || n == 0 || n*4 < len(sg.own) {
+			return nil, fmt.Errorf("task table segment of %d entries holds %d tasks and counts %d", len(sg.own), n, sg.live)
+		}
+		live += n
+	}
+	if live != t.segLive {
+		return nil, fmt.Errorf("task table segments hold %d tasks and count %d", live, t.segLive)
+	}
+	return nil, nil
 }

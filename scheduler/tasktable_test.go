@@ -89,27 +89,8 @@ func TestTaskTableSegmentsMatchAMap(t *testing.T) {
 	check := func(step int) {
 		t.Helper()
 		checkTableMatches(t, step, &tt, ref)
-		if len(tt.segs) > segmentsMax {
-			t.Fatalf("step %d: %d segments, at most %d", step, len(tt.segs), segmentsMax)
-		}
-		for _, sg := range tt.segs[len(tt.segs):cap(tt.segs)] {
-			if sg != nil {
-				t.Fatalf("step %d: a dropped segment is still referenced past the end of segs", step)
-			}
-		}
-		for _, sg := range tt.segs {
-			live := 0
-			for i, ts := range sg.own {
-				if ts != nil {
-					live++
-					if ts.seg != sg || ts.segPos != int32(i) {
-						t.Fatalf("step %d: entry %d of a segment names another place", step, i)
-					}
-				}
-			}
-			if live != sg.live || live == 0 || live*4 < len(sg.own) {
-				t.Fatalf("step %d: segment of %d entries counts %d live, holds %d", step, len(sg.own), sg.live, live)
-			}
+		if _, err := tt.checkSegments(); err != nil {
+			t.Fatalf("step %d: %v", step, err)
 		}
 	}
 	key := func() protocol.Key { return protocol.Key(fmt.Sprintf("k-%d", rng.IntN(600))) }

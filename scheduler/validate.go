@@ -31,28 +31,10 @@ func (s *State) validateState() {
 	s.validateSegments()
 }
 
-// validateSegments checks tableSegment's invariants: a held entry names
-// its place, the live count is right, no segment is empty.
+// validateSegments checks the task table's segments (checkSegments).
 func (s *State) validateSegments() {
-	live := 0
-	for _, sg := range s.tasks.segs {
-		n := 0
-		for i, ts := range sg.own {
-			if ts == nil {
-				continue
-			}
-			n++
-			if ts.seg != sg || ts.segPos != int32(i) {
-				s.broken(ts, "held by entry %d of a task table segment that it does not name", i)
-			}
-		}
-		if n != sg.live || n == 0 {
-			panic(fmt.Sprintf("task table segment of %d entries holds %d tasks and counts %d", len(sg.own), n, sg.live))
-		}
-		live += n
-	}
-	if live != s.tasks.segLive {
-		panic(fmt.Sprintf("task table segments hold %d tasks and count %d", live, s.tasks.segLive))
+	if ts, err := s.tasks.checkSegments(); err != nil {
+		s.broken(ts, "%v", err)
 	}
 }
 
