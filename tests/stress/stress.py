@@ -82,17 +82,24 @@ def connections(pid: int, port: int) -> tuple[int, int]:
     return len(live), len(dangling)
 
 
+def profile_dir(pid: int) -> str | None:
+    """The folder of the scheduler's --heap-profile path (tests/cluster.py's
+    GoScheduler writes scheduler.log there too), or None without one."""
+    args = psutil.Process(pid).cmdline()
+    if "--heap-profile" not in args:
+        return None
+    return os.path.dirname(args[args.index("--heap-profile") + 1]) or "."
+
+
 def goroutine_summary(pid: int, timeout: float = 10.0, limit: int = 40) -> str:
     """When the scheduler runs with --heap-profile PATH, asks it for its
     goroutines' stacks (SIGUSR1 writes PATH.N.goroutines) and returns the
     groups in a line each: how many, then the innermost frame and this
     module's frames. What a case that did not settle still runs is named in
     its failure, so a flake in CI can be read from CI's output alone."""
-    args = psutil.Process(pid).cmdline()
-    if "--heap-profile" not in args:
+    folder = profile_dir(pid)
+    if folder is None:
         return "(no --heap-profile: no goroutine dump)"
-    base = args[args.index("--heap-profile") + 1]
-    folder = os.path.dirname(base) or "."
     before = set(os.listdir(folder))
     os.kill(pid, signal.SIGUSR1)
     deadline = time.monotonic() + timeout
@@ -125,10 +132,10 @@ def log_lines_of(pid: int, peers: list[str], limit: int = 10) -> list[str]:
     """The scheduler's log lines naming any of peers ("ip:port state", as
     accepted() gives them), when its log is scheduler.log beside its
     --heap-profile (tests/cluster.py's GoScheduler writes it there)."""
-    args = psutil.Process(pid).cmdline()
-    if "--heap-profile" not in args or not peers:
+    folder = profile_dir(pid)
+    if folder is None or not peers:
         return []
-    log = os.path.join(os.path.dirname(args[args.index("--heap-profile") + 1]) or ".", "scheduler.log")
+    log = os.path.join(folder, "scheduler.log")
     wanted = [p.split(" ", 1)[0] + '"' for p in peers]  # the end of the "peer" field: no longer port matches
     try:
         with open(log, errors="replace") as f:
