@@ -19,8 +19,13 @@ trace`, whose trace lines give each message's size framing included).
 
 from __future__ import annotations
 
+import argparse
+import datetime
 import gzip
 import json
+import statistics
+import sys
+import tempfile
 from pathlib import Path
 
 import msgfloor
@@ -103,12 +108,6 @@ def main() -> int:
 
     "" is a goroutine per connection woken per message; a duration is serve
     --batch. Writes DIR/heartbeat-floor.json (every run) and .md (medians)."""
-    import argparse
-    import datetime
-    import statistics
-    import sys
-    import tempfile
-
     ap = argparse.ArgumentParser(description=main.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workers", type=int, default=1000)
     ap.add_argument("--batch", default=",50ms,100ms,250ms", help="comma-separated; empty = per-message wake-ups")
