@@ -158,6 +158,7 @@ func cmdRun(args []string) error {
 	digest := fs.Bool("digest", false, "add outbox_digest: a hash of every message the engine sent and its last transitions")
 	stealing := fs.Bool("stealing", false, "work stealing on (a steal tick every -steal-interval seconds)")
 	stealInterval := fs.Float64("steal-interval", 1, "seconds between steal ticks (distributed's work-stealing-interval)")
+	engineClock := fs.String("engine-clock", "wall-scaled", "how the engine's CPU is timed: wall-scaled | thread (internal/sim/engineclock.go)")
 	coDepth := fs.Int("co-family-depth", 0, "co-assignment families: levels of dependents (0: the engine's default; negative: contiguous priority runs)")
 	_ = fs.Parse(args)
 	if err := cf.resolve(fs); err != nil {
@@ -184,7 +185,7 @@ func cmdRun(args []string) error {
 	}
 	cfg.TracePeak, cfg.Digest = *tracePeak, *digest
 	cfg.Stealing, cfg.StealInterval = *stealing, *stealInterval
-	cfg.CoFamilyDepth = *coDepth
+	cfg.CoFamilyDepth, cfg.EngineClock = *coDepth, *engineClock
 	res, err := sim.Run(g, cfg)
 	if err != nil {
 		return fmt.Errorf("%s on %d workers (%s): %w", g.Workload, *workers, *mode, err)

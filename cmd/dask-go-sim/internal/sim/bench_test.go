@@ -31,7 +31,56 @@ func BenchmarkEngineReplay(b *testing.B) {
 // stimuli. About a minute; run it by name with -benchtime 1x.
 func BenchmarkEngineReplay1M(b *testing.B) { benchEngineReplay(b, "tree:500000", 1000) }
 
-func benchEngineReplay(b *testing.B, spec string, workers int) {
+// BenchmarkEngineReplayClocks replays must-show 4's reference run as
+// BenchmarkEngineReplay1M does, with each engine clock read around every
+// stimulus as the simulator reads it (none, thread, wall-scaled), and
+// reports the engine's time as that clock measured it (clock-ns/task,
+// corrected for the reads' own cost) beside the thread's whole CPU time
+// (cpu-ns/task). A clock that leaves the engine as it is measures about
+// what the run without a clock spends (engineclock.go). Several minutes;
+// run it by name with -benchtime 1x, under the measurement lock.
+func BenchmarkEngineReplayClocks(b *testing.B) {
+	g, stimuli, ecfg := recordReplay(b, "tree:500000", 1000)
+	for _, mode := range []string{"none", clockThread, clockWallScaled} {
+		b.Run(mode, func(b *testing.B) {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			var clock *engineClock
+			if mode != "none" {
+				var err error
+				if clock, err = newEngineClock(mode); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			c0 := threadCPU()
+			for range b.N {
+				eng := scheduler.New(ecfg)
+				for _, st := range stimuli {
+					if clock == nil {
+						out := eng.Handle(st)
+						eng.Recycle(&out)
+						continue
+					}
+					t0 := clock.start()
+					out := eng.Handle(st)
+					eng.Recycle(&out)
+					clock.stop(t0)
+				}
+			}
+			tasks := float64(b.N * len(g.Tasks))
+			b.ReportMetric(float64((threadCPU()-c0).Nanoseconds())/tasks, "cpu-ns/task")
+			if clock != nil {
+				engine, _ := clock.total()
+				b.ReportMetric(float64(engine.Nanoseconds())/tasks, "clock-ns/task")
+			}
+		})
+	}
+}
+
+// recordReplay runs spec on workers simulated workers once, recording
+// every stimulus, and gives the engine configuration to replay them with.
+func recordReplay(b *testing.B, spec string, workers int) (*Graph, []scheduler.Stimulus, scheduler.Config) {
 	g, err := Synthetic(spec)
 	if err != nil {
 		b.Fatal(err)
@@ -45,7 +94,11 @@ func benchEngineReplay(b *testing.B, spec string, workers int) {
 	if err := cfg.fill(); err != nil {
 		b.Fatal(err)
 	}
-	ecfg := cfg.engineConfig()
+	return g, stimuli, cfg.engineConfig()
+}
+
+func benchEngineReplay(b *testing.B, spec string, workers int) {
+	g, stimuli, ecfg := recordReplay(b, spec, workers)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	b.ReportAllocs()

@@ -9,14 +9,13 @@ import (
 )
 
 // threadCPU is the CPU time of the calling OS thread (Linux
-// CLOCK_THREAD_CPUTIME_ID). Run locks its goroutine to one thread, so the
-// difference around State.Handle is the engine's own CPU time: neither the
-// neighbours on a shared machine nor the simulator's other work count.
-// Garbage collection done by background workers is not included; GC
-// assists charged to the engine's allocations are. The clock has no vDSO
-// fast path: each read is a system call (about 0.55 µs on the 2-core VM
-// of scripts/sim/results/engine-throughput.md), and about one read's worth
-// falls inside each measured interval (clockCost).
+// CLOCK_THREAD_CPUTIME_ID). Run locks its goroutine to one thread, so
+// neither the neighbours on a shared machine nor the collector's
+// background workers count; GC assists charged to the engine's
+// allocations do. The clock has no vDSO fast path: each read is a system
+// call (about 0.55 µs on the 2-core VM of
+// scripts/sim/results/engine-throughput.md), which is why the engine
+// clock reads it per chunk, not per interval (engineclock.go).
 func threadCPU() time.Duration {
 	const clockThreadCPUTimeID = 3
 	var ts syscall.Timespec

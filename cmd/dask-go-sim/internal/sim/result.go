@@ -18,26 +18,31 @@ type Result struct {
 	PeakClusterSampledBytes int64 `json:"peak_cluster_sampled_bytes"`
 	PeakWorkerMemoryBytes   int64 `json:"peak_worker_memory_bytes"`
 	TransferredBytes        int64 `json:"transferred_bytes"`
-	// EngineCPUS is the engine's CPU time: the thread CPU time measured
-	// around every State.Handle and State.Recycle (cputime.go), less the
-	// clock's own cost (EngineClockNs per interval, EngineTimed intervals;
-	// clockcost.go). EngineCPURawS is the sum before that correction (what
-	// records before 2026-12 called engine_cpu_s). EngineCPUUsPerTask is
-	// EngineCPUS per task of the graph.
+	// EngineCPUS is the engine's CPU time: the time measured around every
+	// State.Handle and State.Recycle on the EngineClock (engineclock.go;
+	// records before 2026-12-05 23:00 UTC have no engine_clock field and
+	// used "thread"), less the clock's own cost (EngineClockNs per
+	// interval, EngineTimed intervals). EngineCPURawS is the sum before
+	// that correction (what records before 2026-12 called engine_cpu_s).
+	// EngineCPUUsPerTask is EngineCPUS per task of the graph.
+	EngineClock        string  `json:"engine_clock"`
 	EngineCPUS         float64 `json:"engine_cpu_s"`
 	EngineCPUUsPerTask float64 `json:"engine_cpu_us_per_task"`
 	EngineCPURawS      float64 `json:"engine_cpu_raw_s"`
 	EngineClockNs      float64 `json:"engine_clock_ns"`
-	EngineHandles      int64   `json:"engine_handles"`
-	EngineTimed        int64   `json:"engine_timed"`
-	SimWallS           float64 `json:"sim_wall_s"`
-	WorkersOverLimit   int     `json:"workers_over_limit"`
-	MemoryLimitBytes   int64   `json:"memory_limit_bytes"`
-	BandwidthBytesS    float64 `json:"bandwidth_bytes_s"`
-	LatencyS           float64 `json:"latency_s"`
-	Seed               uint64  `json:"seed"`
-	DataBytes          int64   `json:"data_bytes"`
-	EngineLogs         int     `json:"engine_logs"`
+	// EngineWallS: on the wall-scaled clock, the intervals' wall time
+	// before each chunk was scaled by its time on a CPU (0 on "thread").
+	EngineWallS      float64 `json:"engine_wall_s"`
+	EngineHandles    int64   `json:"engine_handles"`
+	EngineTimed      int64   `json:"engine_timed"`
+	SimWallS         float64 `json:"sim_wall_s"`
+	WorkersOverLimit int     `json:"workers_over_limit"`
+	MemoryLimitBytes int64   `json:"memory_limit_bytes"`
+	BandwidthBytesS  float64 `json:"bandwidth_bytes_s"`
+	LatencyS         float64 `json:"latency_s"`
+	Seed             uint64  `json:"seed"`
+	DataBytes        int64   `json:"data_bytes"`
+	EngineLogs       int     `json:"engine_logs"`
 	// LeakedBytes is memory still held once the client released its
 	// results and every message was delivered: 0 unless something is wrong.
 	LeakedBytes int64 `json:"leaked_bytes"`
@@ -93,10 +98,11 @@ func (s *Sim) result(wall time.Duration) *Result {
 	}
 	r.ReplicasDropped = s.replicasDropped
 	r.SpilledBytes, r.Spill = s.spilledBytes, !s.cfg.NoSpill
-	r.EngineTimed = s.timed
-	cpu := max(s.engineCPU-time.Duration(s.timed)*s.clockCost, 0)
-	r.EngineCPUS, r.EngineCPURawS = cpu.Seconds(), s.engineCPU.Seconds()
-	r.EngineClockNs = float64(s.clockCost.Nanoseconds())
+	cpu, raw := s.clock.total()
+	r.EngineClock, r.EngineTimed = s.clock.mode, s.clock.timed
+	r.EngineCPUS, r.EngineCPURawS = cpu.Seconds(), raw.Seconds()
+	r.EngineClockNs = float64(s.clock.cost.Nanoseconds())
+	r.EngineWallS = s.clock.wallSum.Seconds()
 	if len(s.g.Tasks) > 0 {
 		r.EngineCPUUsPerTask = float64(cpu.Nanoseconds()) / 1e3 / float64(len(s.g.Tasks))
 	}

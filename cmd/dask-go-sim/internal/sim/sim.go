@@ -32,6 +32,9 @@ type Config struct {
 	Seed        uint64
 	// CoFamilyDepth is the engine's scheduler.Config.CoFamilyDepth.
 	CoFamilyDepth int
+	// EngineClock times the engine: "wall-scaled" (the default) or
+	// "thread" (engineclock.go).
+	EngineClock string
 	// Validate turns on the engine's invariant checks after every Handle
 	// (tests; slow on big graphs).
 	Validate bool
@@ -209,10 +212,8 @@ type Sim struct {
 	clusterMem, peakCluster int64
 	peakSampled             int64 // the largest clusterMem at a sample (Config.SampleInterval)
 	transferred             int64
-	engineCPU               time.Duration // raw: clock reads included
-	clockCost               time.Duration // per timed interval, subtracted in result (clockcost.go)
+	clock                   *engineClock // times every Handle (with the Recycle before it) and the last Recycle
 	handles                 int64
-	timed                   int64            // intervals in engineCPU: every Handle (with the Recycle before it), the last Recycle
 	pending                 scheduler.Outbox // handleRecycled's outbox, recycled by the next handle
 	hasPending              bool
 	engineLogs              int
@@ -234,7 +235,7 @@ func Run(g *Graph, cfg Config) (*Result, error) {
 	if err := cfg.fill(); err != nil {
 		return nil, err
 	}
-	// The engine's CPU time is read from this thread's clock.
+	// The engine clock reads this thread's CPU clock.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	wall := time.Now()
@@ -250,16 +251,19 @@ func Run(g *Graph, cfg Config) (*Result, error) {
 	if cfg.Digest {
 		s.digest = newOutboxDigest()
 	}
-	s.clockCost = clockCost()
+	clock, err := newEngineClock(cfg.EngineClock)
+	if err != nil {
+		return nil, err
+	}
+	s.clock = clock
 	s.start()
 	for e := s.clk.next(); e != nil && s.failed == nil; e = s.clk.next() {
 		s.step(e)
 	}
 	if s.hasPending {
-		c0 := threadCPU()
+		c0 := s.clock.start()
 		s.recycle()
-		s.engineCPU += threadCPU() - c0
-		s.timed++
+		s.clock.stop(c0)
 	}
 	if s.failed != nil {
 		return nil, s.failed
@@ -270,7 +274,6 @@ func Run(g *Graph, cfg Config) (*Result, error) {
 	}
 	r := s.result(time.Since(wall))
 	if s.digest != nil {
-		var err error
 		if r.OutboxDigest, err = s.digest.sum(s.eng); err != nil {
 			return nil, err
 		}
@@ -343,19 +346,18 @@ func (s *Sim) graphTasks() []scheduler.GraphTask {
 	return out
 }
 
-// handle runs one stimulus through the engine, timing it on this thread's
-// CPU clock, and dispatches the outbox. The outbox that handleRecycled
+// handle runs one stimulus through the engine, timing it on the engine
+// clock (engineclock.go), and dispatches the outbox. The outbox that handleRecycled
 // left is recycled first, in the same interval (see handleRecycled).
 func (s *Sim) handle(st scheduler.Stimulus) scheduler.Outbox {
 	if s.cfg.record != nil {
 		s.cfg.record(st)
 	}
-	c0 := threadCPU()
+	c0 := s.clock.start()
 	s.recycle()
 	out := s.eng.Handle(st)
-	s.engineCPU += threadCPU() - c0
+	s.clock.stop(c0)
 	s.handles++
-	s.timed++
 	if s.digest != nil {
 		s.digest.outbox(&out)
 	}
@@ -371,9 +373,7 @@ func (s *Sim) handle(st scheduler.Stimulus) scheduler.Outbox {
 // timed as the engine's too (records before 2026-12-05 10:30 UTC left it
 // out). It runs at the start of the next handle, inside that Handle's
 // interval: one pair of clock reads per stimulus instead of two (records
-// before 2026-12-05 18:00 UTC timed it apart). Each read is a system call
-// here whose cost, and the cold caches after it, the clock correction
-// subtracts only in part.
+// before 2026-12-05 18:00 UTC timed it apart).
 func (s *Sim) handleRecycled(st scheduler.Stimulus) {
 	s.pending = s.handle(st)
 	s.hasPending = true

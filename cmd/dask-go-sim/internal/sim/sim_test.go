@@ -27,7 +27,7 @@ func mustRun(t *testing.T, g *Graph, cfg Config) *Result {
 func facts(r *Result) Result {
 	c := *r
 	c.EngineCPUS, c.EngineCPUUsPerTask, c.SimWallS = 0, 0, 0
-	c.EngineCPURawS, c.EngineClockNs = 0, 0
+	c.EngineCPURawS, c.EngineClockNs, c.EngineWallS = 0, 0, 0
 	return c
 }
 
