@@ -14,18 +14,20 @@ import (
 //     on the 2-core VM), and entering the kernel leaves the engine's
 //     caches and branch predictors colder: replaying the reference run's
 //     stimuli with those reads around each (BenchmarkEngineReplayClocks),
-//     the engine's corrected in-interval time came out 0.3-0.5 µs per
-//     task above the same binary's time without them. The clock
-//     correction (clockCost) subtracts the reads' own cost, not that.
+//     the engine's corrected in-interval time came out 0.42 µs per task
+//     above the whole replay's time without them (medians of 3,
+//     scripts/sim/results/engine-throughput.md). The clock correction
+//     (readPairCost) subtracts the reads' own cost, not that.
 //   - "wall-scaled" (the default): a monotonic clock read around every
 //     interval, which the vDSO serves without entering the kernel (tens
 //     of ns), and the thread's CPU clock read once per chunk of
 //     chunkIntervals intervals. Each chunk's engine wall time is scaled by
 //     the share of that chunk's wall time the thread was on a CPU, so
 //     time the thread spent descheduled (a noisy neighbour, a collector
-//     pause) counts in proportion. In the replay it measured 98 % of the
+//     pause) counts in proportion. In the replay it measured 97 % of the
 //     thread's whole CPU time, the loop and its clock reads being the
-//     rest, and left the engine's time unperturbed.
+//     rest, and that whole time was the replay's without a clock, within
+//     the rounds' spread.
 //
 // Neither counts the collector's background work on other threads.
 const (
