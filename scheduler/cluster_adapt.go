@@ -70,35 +70,44 @@ func (s *State) AdaptiveTarget(targetDuration time.Duration) int {
 	return len(s.workers) - len(s.WorkersToClose(CloseQuery{N: -1, Target: -1}))
 }
 
-// eachReady calls fn for up to n ready tasks: the queue (unowned, then
-// those dealt to co-assignment runs), then the unrunnable ones.
+// eachReady calls fn for up to n ready tasks: the queued ones
+// (eachQueued), then the unrunnable ones.
 func (s *State) eachReady(n int, fn func(*TaskState)) {
 	left := n
-	for _, list := range [][]heapEntry{s.queued.run[s.queued.head:], s.queued.items} {
-		for i := range list {
-			if left == 0 {
-				return
-			}
-			if e := &list[i]; e.alive() {
-				fn(e.ts)
-				left--
-			}
+	s.eachQueued(func(ts *TaskState) bool {
+		if left == 0 {
+			return false
 		}
-	}
-	for _, r := range s.co.bySize.items {
-		for i := r.lo; i < r.hi && left > 0; i++ {
-			if ts := r.block.tasks[i]; ts != nil {
-				fn(ts)
-				left--
-			}
-		}
-	}
+		fn(ts)
+		left--
+		return true
+	})
 	for _, ts := range s.unrunnable.Items() {
 		if left == 0 {
 			return
 		}
 		fn(ts)
 		left--
+	}
+}
+
+// eachQueued calls fn for every queued task, the pool's (unowned) first,
+// then those dealt to co-assignment runs, until fn returns false. fn must
+// not change the queue.
+func (s *State) eachQueued(fn func(*TaskState) bool) {
+	for _, list := range [][]heapEntry{s.queued.run[s.queued.head:], s.queued.items} {
+		for i := range list {
+			if e := &list[i]; e.alive() && !fn(e.ts) {
+				return
+			}
+		}
+	}
+	for _, r := range s.co.bySize.items {
+		for i := r.lo; i < r.hi; i++ {
+			if ts := r.block.tasks[i]; ts != nil && !fn(ts) {
+				return
+			}
+		}
 	}
 }
 

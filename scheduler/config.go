@@ -42,6 +42,10 @@ type Config struct {
 	// WorkerTTL: workers silent longer than max(WorkerTTL, 10 heartbeat
 	// intervals) are removed on Tick. Negative disables the check.
 	WorkerTTL time.Duration
+	// NoWorkersTimeout: a task left unrunnable (no-worker), or queued with
+	// no running worker, for longer than this errs (noworkers.go); 0 is
+	// dask's null, never.
+	NoWorkersTimeout time.Duration
 	// UnknownTaskDuration is the duration estimate of never-measured prefixes.
 	UnknownTaskDuration time.Duration
 	// Bandwidth (bytes/s) prices missing dependencies until heartbeats report.
@@ -139,6 +143,9 @@ func (c *Config) Validate() error {
 	}
 	if c.WorkerTTL == 0 {
 		c.WorkerTTL = 5 * time.Minute
+	}
+	if c.NoWorkersTimeout < 0 {
+		return fmt.Errorf("scheduler config: no-workers-timeout %v < 0", c.NoWorkersTimeout)
 	}
 	if c.UnknownTaskDuration <= 0 {
 		c.UnknownTaskDuration = 500 * time.Millisecond

@@ -72,6 +72,7 @@ func (s *State) handleAddWorker(x *AddWorker) {
 	}
 	s.checkIdleSaturated(ws)
 	if ws.status == "running" {
+		s.refreshNoWorkersSince()
 		s.workerBecameRunning(ws)
 	}
 }
@@ -130,6 +131,7 @@ func (s *State) handleWorkerStatusChange(x *WorkerStatusChange) {
 	if ws.status == "running" {
 		s.running.Add(ws)
 		s.checkIdleSaturated(ws)
+		s.refreshNoWorkersSince()
 		s.workerBecameRunning(ws)
 		return
 	}
@@ -138,6 +140,7 @@ func (s *State) handleWorkerStatusChange(x *WorkerStatusChange) {
 	s.idleTaskCount.Remove(ws)
 	s.saturated.Remove(ws)
 	s.coHandBack(ws)
+	s.refreshNoWorkersSince()
 }
 
 // handleHeartbeat mirrors Scheduler.heartbeat_worker.

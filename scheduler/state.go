@@ -76,6 +76,8 @@ type State struct {
 	// asks for it, as distributed's plugin does.
 	dashStream ring[StreamRun]
 	forgotten  int64 // tasks forgotten since the start
+	// noWorkersSince: _no_workers_since, zero for None (noworkers.go)
+	noWorkersSince time.Time
 	// idleSince, idleTransitions: check_idle's clock (cluster_adapt.go)
 	idleSince       time.Time
 	idleTransitions uint64
@@ -250,6 +252,7 @@ func (s *State) dispatch(st Stimulus) {
 		s.sid("check-worker-ttl")
 		s.handleTick()
 		s.coord.Tick(s.now)
+		s.checkNoWorkers()
 		s.tickIdle()
 	case *CoordOp:
 		s.sid("coordination")

@@ -160,6 +160,9 @@ type taskExtra struct {
 	exception, traceback         any
 	exceptionText, tracebackText string
 	erredOn                      []string
+	// unrunnableSince: when the task last went to no-worker, kept only
+	// while NoWorkersTimeout is on (distributed's unrunnable[ts])
+	unrunnableSince time.Time
 
 	// shuffleSaved: a P2P shuffle pinned the task to one worker, and
 	// shuffleOrigWorkers are the worker restrictions to restore (distributed

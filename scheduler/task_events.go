@@ -76,6 +76,7 @@ func (s *State) handleRemoveWorker(addr string, expected, closeIt bool, reason s
 		s.logf(LogError, "", addr, "", "removing worker %s lost %d scattered key(s), which can't be recovered (%s)", addr, len(lost), reason)
 	}
 	s.runTransitions()
+	s.refreshNoWorkersSince()
 	s.shuffleWorkerLeft(addr)
 	// one message for every worker (read-only once built, like report's):
 	// when all of 1,000 workers leave, that is 1,000 maps less per removal

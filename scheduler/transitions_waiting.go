@@ -94,6 +94,7 @@ func (s *State) transitionWaitingQueued(ts *TaskState, _ *transArgs) {
 func (s *State) transitionWaitingNoWorker(ts *TaskState, _ *transArgs) {
 	s.setState(ts, StatusNoWorker)
 	s.unrunnable.Add(ts)
+	s.noteUnrunnable(ts)
 }
 
 // transitionQueuedReleased mirrors _transition_queued_released.

@@ -207,3 +207,37 @@ def test_gather_from_a_stopped_worker_ends_when_the_caller_leaves(fresh_cluster)
                 caller.kill()
             os.kill(pid, signal.SIGCONT)
         assert c.gather(fut) == 2
+
+
+def test_no_workers_timeout_fails_tasks_no_worker_can_run(tmp_path):
+    """distributed.scheduler.no-workers-timeout with stock processes: with
+    no worker at all, a submitted task fails with NoWorkerError once the
+    timeout has passed; with a running worker that lacks the resource a
+    task asks for, it fails with NoValidWorkerError; tasks the worker can
+    run still run, and nothing fails before its timeout."""
+    from distributed.scheduler import NoValidWorkerError, NoWorkerError
+
+    env = {"DASK_DISTRIBUTED__SCHEDULER__NO_WORKERS_TIMEOUT": "1s"}
+    sched = GoScheduler(tmp_path, env=env).start()
+    workers = Workers(tmp_path)
+    try:
+        with Client(sched.address, timeout=30) as c:
+            alone = c.submit(slow_inc, 1, delay=0, key="no-worker-at-all")
+            time.sleep(0.5)
+            assert not alone.done(), "failed before no-workers-timeout"
+            with pytest.raises(NoWorkerError, match="without any running workers"):
+                alone.result(timeout=15)
+
+            workers.start(sched.address, "nw1")
+            c.wait_for_workers(1, timeout=60)
+            gpu = c.submit(slow_inc, 2, delay=0, key="needs-a-gpu", resources={"GPU": 1})
+            plain = c.submit(slow_inc, 3, delay=0, key="runs-anywhere")
+            assert plain.result(timeout=30) == 4
+            with pytest.raises(NoValidWorkerError, match="GPU"):
+                gpu.result(timeout=15)
+            events = [msg for _, msg in c.get_events("scheduler")
+                      if isinstance(msg, dict) and msg.get("action") == "no-workers-timeout-exceeded"]
+            assert [sorted(e["keys"]) for e in events] == [["no-worker-at-all"], ["needs-a-gpu"]]
+    finally:
+        workers.stop()
+        sched.stop()

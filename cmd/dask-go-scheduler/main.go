@@ -203,6 +203,7 @@ func engineConfig(st compat.SchedulerSettings) scheduler.Config {
 		RootishTaskgroup:             st.RootishTaskgroup,
 		RootishTaskgroupDependencies: st.RootishTaskgroupDependencies,
 		WorkerTTL:                    st.WorkerTTL,
+		NoWorkersTimeout:             st.NoWorkersTimeout,
 		UnknownTaskDuration:          st.UnknownTaskDuration,
 		Bandwidth:                    float64(st.Bandwidth),
 		DefaultDataSize:              st.DefaultDataSize,

@@ -61,6 +61,40 @@ func KilledWorker(key protocol.Key, lastWorker string, allowedFailures int) []by
 	})
 }
 
+// NoValidWorkerError pickles distributed.scheduler.NoValidWorkerError(task,
+// host_restrictions, worker_restrictions, resource_restrictions, timeout):
+// a task timed out (no-workers-timeout) waiting for a worker that meets
+// its restrictions. The restrictions are sets and a dict, as the Python
+// scheduler passes them; timeout is in seconds.
+func NoValidWorkerError(key protocol.Key, hosts, workers []string, resources map[string]float64, timeout float64) []byte {
+	res := ogorek.NewDict()
+	for r, q := range resources {
+		res.Set(r, q)
+	}
+	return encode(ogorek.Call{
+		Callable: ogorek.Class{Module: "distributed.scheduler", Name: "NoValidWorkerError"},
+		Args:     ogorek.Tuple{keyValue(key.Value()), pySet(hosts), pySet(workers), res, timeout},
+	})
+}
+
+// NoWorkerError pickles distributed.scheduler.NoWorkerError(task, timeout):
+// a task timed out (no-workers-timeout) while no worker was running.
+func NoWorkerError(key protocol.Key, timeout float64) []byte {
+	return encode(ogorek.Call{
+		Callable: ogorek.Class{Module: "distributed.scheduler", Name: "NoWorkerError"},
+		Args:     ogorek.Tuple{keyValue(key.Value()), timeout},
+	})
+}
+
+// pySet is builtins.set(list): protocol 2 has no set opcode.
+func pySet(xs []string) ogorek.Call {
+	l := make([]any, len(xs))
+	for i, x := range xs {
+		l[i] = x
+	}
+	return ogorek.Call{Callable: ogorek.Class{Module: "builtins", Name: "set"}, Args: ogorek.Tuple{l}}
+}
+
 // Exception pickles module.class(message), e.g. ("builtins", "MemoryError",
 // "...") or ("builtins", "NotImplementedError", "...").
 func Exception(module, class, message string) []byte {

@@ -41,12 +41,16 @@ func TestPicklesLoadInStockPython(t *testing.T) {
 		KilledWorker(tupleKey, "tcp://10.0.0.1:1", 0),
 		Exception("builtins", "MemoryError", "too big"),
 		None(),
+		NoValidWorkerError(protocol.StrKey("gpu-1"), []string{"10.0.0.1"}, nil, map[string]float64{"GPU": 1}, 1.5),
+		NoWorkerError(tupleKey, 60),
 	)
 	want := []string{
 		"distributed.scheduler.KilledWorker|Attempted to run task 'die-1' on 4 different workers, but all those workers died while running it. The last worker that attempt to run the task was tcp://127.0.0.1:4000.",
 		"distributed.scheduler.KilledWorker|Attempted to run task ('sum-abc', 3, 2.5) on 1 different workers",
 		"builtins.MemoryError|too big",
 		"builtins.NoneType|None",
+		"distributed.scheduler.NoValidWorkerError|Attempted to run task 'gpu-1' but timed out after 1.50 s waiting for a valid worker matching all restrictions.  Restrictions: host_restrictions={'10.0.0.1'} worker_restrictions=set() resource_restrictions={'GPU': 1.0}",
+		"distributed.scheduler.NoWorkerError|Attempted to run task ('sum-abc', 3, 2.5) but timed out after 60.00 s waiting without any running workers.",
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %d lines, want %d: %q", len(got), len(want), got)
