@@ -43,7 +43,9 @@ var monoEpoch = time.Now()
 func mono() time.Duration { return time.Since(monoEpoch) }
 
 // engineClock sums the engine's intervals. The zero value is unusable:
-// make one with newEngineClock on the thread the engine runs on.
+// make one with newEngineClock, and use it only from a goroutine locked to
+// its OS thread (runtime.LockOSThread, as Run does): the thread's CPU
+// clock counts whatever else runs on an unlocked goroutine's thread.
 type engineClock struct {
 	read  func() time.Duration
 	mode  string

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -38,6 +39,11 @@ func TestEngineCPUClockCorrection(t *testing.T) {
 // less than its wall time, never more, and chunks are flushed every
 // chunkIntervals intervals and at the end.
 func TestWallScaledClockScalesByTheChunksTimeOnCPU(t *testing.T) {
+	// as Run does: the thread's clock is this goroutine's only while it
+	// keeps the thread (unlocked, the sleeping goroutine's thread ran
+	// other tests' goroutines under -race and its clock counted them)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	c, err := newEngineClock(clockWallScaled)
 	if err != nil {
 		t.Fatal(err)
