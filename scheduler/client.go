@@ -224,7 +224,9 @@ func (s *State) handleRetry(x *Retry) {
 		stack = stack[:len(stack)-1]
 		ts := s.tasks.get(k)
 		if ts == nil {
-			s.logf(LogWarn, k, "", x.Client, "retry of unknown key %s ignored", k)
+			if !x.ReplyOnly { // said once, by the Retry that acts
+				s.logf(LogWarn, k, "", x.Client, "retry of unknown key %s ignored", k)
+			}
 			continue
 		}
 		if !seen[k] {
@@ -243,10 +245,12 @@ func (s *State) handleRetry(x *Retry) {
 			roots = append(roots, k)
 		}
 	}
-	for _, k := range roots {
-		s.recommend(s.tasks.get(k), StatusWaiting)
+	if !x.ReplyOnly {
+		for _, k := range roots {
+			s.recommend(s.tasks.get(k), StatusWaiting)
+		}
+		s.runTransitions()
 	}
-	s.runTransitions()
 	if x.ReplyTo != 0 {
 		if order == nil {
 			order = []protocol.Key{}

@@ -188,6 +188,24 @@ func TestRetryRPC(t *testing.T) {
 	s.wantStatus("b", "memory")
 }
 
+// The outer ring answers retry before it acts (Retry.ReplyOnly): the
+// answer names the same keys and changes nothing; the Retry that follows
+// does the retrying.
+func TestRetryReplyOnlyAnswersAndChangesNothing(t *testing.T) {
+	s := newTestState(t, withWorkers("w1:1"))
+	s.submit("c1", []GraphTask{task("a"), task("b", "a")}, "b")
+	s.fail("w1", "a")
+	out := s.handle(&Retry{Client: "c1", Keys: keys("b"), ReplyTo: 7, ReplyOnly: true})
+	eqSlice(t, keyStrings(out.Replies[0].Value), []string{"b", "a"}, "keys named")
+	eq(t, len(out.Workers)+len(out.Clients), 0, "messages sent")
+	s.wantStatus("a", "erred")
+	s.wantStatus("b", "erred")
+	out = s.handle(&Retry{Client: "c1", Keys: keys("b")})
+	eq(t, len(out.Replies), 0, "replies to a Retry without ReplyTo")
+	s.wantStatus("a", "processing")
+	s.wantStatus("b", "waiting")
+}
+
 func TestFireAndForgetReleasesWhenDone(t *testing.T) {
 	s := newTestState(t, withWorkers("w1:1"))
 	s.submit("c1", []GraphTask{task("ff")})

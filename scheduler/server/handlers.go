@@ -216,15 +216,31 @@ func (s *Server) ncores(runningOnly bool) comm.Handler {
 	}
 }
 
+// retry answers Scheduler.stimulus_retry's keys before any task is sent
+// back to a worker (scheduler.Retry.ReplyOnly): the reply is written here,
+// then the retry itself goes to the loop.
 func (s *Server) retry(ctx context.Context, req *comm.Request) (any, error) {
 	keys, err := protocol.KeysOf(req.Args.Get("keys"))
 	if err != nil {
 		return nil, fmt.Errorf("retry: %w", err)
 	}
 	client, _ := req.Args.Get("client").(string)
-	return s.loop.call(ctx, func(id int64) scheduler.Stimulus {
-		return &scheduler.Retry{Base: s.base("retry"), Client: client, Keys: keys, ReplyTo: id}
+	order, err := s.loop.call(ctx, func(id int64) scheduler.Stimulus {
+		return &scheduler.Retry{Base: s.base("retry"), Client: client, Keys: keys, ReplyTo: id, ReplyOnly: true}
 	})
+	if err != nil {
+		return nil, err
+	}
+	req.SkipReply()
+	var werr error
+	if req.Reply {
+		werr = req.Conn.Write(order)
+	}
+	s.loop.submit(&scheduler.Retry{Base: s.base("retry"), Client: client, Keys: keys})
+	if werr != nil {
+		return nil, fmt.Errorf("retry: writing the reply: %w", werr)
+	}
+	return nil, nil
 }
 
 func (s *Server) versions(ctx context.Context, _ *comm.Request) (any, error) {

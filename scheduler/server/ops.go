@@ -78,7 +78,7 @@ var Ops = []OpInfo{
 	rpc("restart", yes("Client.restart")),
 	rpc("restart_workers", no("Client.restart_workers", "use Client.restart")),
 	rpc("retire_workers", yes("Client.retire_workers, Adaptive's scale-down (by address, by name, or those workers_to_close picks)")),
-	rpc("retry", yes("")),
+	rpc("retry", yes("Client.retry, Future.retry (the reply is written before the retried tasks go to workers)")),
 	rpc("run_function", python("run_on_scheduler", "use Client.run (on workers) or run the function in the client")),
 	rpc("scatter", yes("")),
 	rpc("semaphore_acquire", yes("distributed.Semaphore and Lock")),
