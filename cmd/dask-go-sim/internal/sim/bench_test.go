@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"testing"
+	"time"
 
 	"daskgo/scheduler"
 )
@@ -55,18 +56,7 @@ func BenchmarkEngineReplayClocks(b *testing.B) {
 			b.ResetTimer()
 			c0 := threadCPU()
 			for range b.N {
-				eng := scheduler.New(ecfg)
-				for _, st := range stimuli {
-					if clock == nil {
-						out := eng.Handle(st)
-						eng.Recycle(&out)
-						continue
-					}
-					t0 := clock.start()
-					out := eng.Handle(st)
-					eng.Recycle(&out)
-					clock.stop(t0)
-				}
+				replay(ecfg, stimuli, clock)
 			}
 			tasks := float64(b.N * len(g.Tasks))
 			b.ReportMetric(float64((threadCPU()-c0).Nanoseconds())/tasks, "cpu-ns/task")
@@ -97,6 +87,24 @@ func recordReplay(b *testing.B, spec string, workers int) (*Graph, []scheduler.S
 	return g, stimuli, cfg.engineConfig()
 }
 
+// replay hands every stimulus to a fresh engine and each outbox back
+// (Recycle), as the real loop does, each step timed on clock unless it is
+// nil.
+func replay(ecfg scheduler.Config, stimuli []scheduler.Stimulus, clock *engineClock) {
+	eng := scheduler.New(ecfg)
+	for _, st := range stimuli {
+		var t0 time.Duration
+		if clock != nil {
+			t0 = clock.start()
+		}
+		out := eng.Handle(st)
+		eng.Recycle(&out)
+		if clock != nil {
+			clock.stop(t0)
+		}
+	}
+}
+
 func benchEngineReplay(b *testing.B, spec string, workers int) {
 	g, stimuli, ecfg := recordReplay(b, spec, workers)
 	runtime.LockOSThread()
@@ -105,11 +113,7 @@ func benchEngineReplay(b *testing.B, spec string, workers int) {
 	b.ResetTimer()
 	c0 := threadCPU()
 	for range b.N {
-		eng := scheduler.New(ecfg)
-		for _, st := range stimuli {
-			out := eng.Handle(st)
-			eng.Recycle(&out)
-		}
+		replay(ecfg, stimuli, nil)
 	}
 	// thread CPU, as the simulator counts it: a busy machine's waits and
 	// the collector's background work on other threads are not counted

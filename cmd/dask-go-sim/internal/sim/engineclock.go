@@ -54,11 +54,10 @@ type engineClock struct {
 	timed int64         // intervals in sum
 
 	// wall-scaled: the current chunk
-	chunkWall        time.Duration
-	wallSum          time.Duration // every chunk's wall time, unscaled
-	chunkN           int
-	cpu0, wall0      time.Duration
-	scaledFromChunks bool
+	chunkWall   time.Duration
+	wallSum     time.Duration // every chunk's wall time, unscaled
+	chunkN      int
+	cpu0, wall0 time.Duration
 }
 
 func newEngineClock(mode string) (*engineClock, error) {
@@ -67,7 +66,7 @@ func newEngineClock(mode string) (*engineClock, error) {
 	case clockThread:
 		c.read = threadCPU
 	case clockWallScaled, "":
-		c.mode, c.read, c.scaledFromChunks = clockWallScaled, mono, true
+		c.mode, c.read = clockWallScaled, mono
 	default:
 		return nil, fmt.Errorf("engine clock %q: want %s or %s", mode, clockWallScaled, clockThread)
 	}
@@ -83,7 +82,7 @@ func (c *engineClock) start() time.Duration { return c.read() }
 func (c *engineClock) stop(t0 time.Duration) {
 	d := c.read() - t0
 	c.timed++
-	if !c.scaledFromChunks {
+	if c.mode == clockThread {
 		c.sum += d
 		return
 	}
@@ -97,7 +96,7 @@ func (c *engineClock) stop(t0 time.Duration) {
 // wall time this thread ran. Its two thread-clock reads fall between
 // intervals.
 func (c *engineClock) flush() {
-	if !c.scaledFromChunks || c.chunkN == 0 {
+	if c.mode == clockThread || c.chunkN == 0 {
 		return
 	}
 	cpu, wall := threadCPU(), mono()

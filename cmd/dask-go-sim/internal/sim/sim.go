@@ -347,8 +347,9 @@ func (s *Sim) graphTasks() []scheduler.GraphTask {
 }
 
 // handle runs one stimulus through the engine, timing it on the engine
-// clock (engineclock.go), and dispatches the outbox. The outbox that handleRecycled
-// left is recycled first, in the same interval (see handleRecycled).
+// clock (engineclock.go), and dispatches the outbox. The outbox that
+// handleRecycled left is recycled first, in the same interval (see
+// handleRecycled).
 func (s *Sim) handle(st scheduler.Stimulus) scheduler.Outbox {
 	if s.cfg.record != nil {
 		s.cfg.record(st)
