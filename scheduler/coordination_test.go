@@ -44,7 +44,10 @@ func (s *tstate) wantParked(out Outbox, id int64) {
 	}
 }
 
+// tickAt moves the test clock to at and sends a Tick there.
 func (s *tstate) tickAt(at time.Time) Outbox {
+	s.t.Helper()
+	s.clock = at
 	return s.handle(&Tick{Base: Base{At: at}})
 }
 

@@ -72,8 +72,7 @@ func (s *State) checkNoWorkers() {
 	var affected protocol.Set // a set of keys, as Python logs it
 	for _, ts := range unsatisfied {
 		x := ts.x()
-		hosts, workers := slices.Clone(x.hostRestrictions), slices.Clone(x.workerRestrictions)
-		s.errNoWorkers(ts, pickle.NoValidWorkerError(ts.Key, hosts, workers, x.resourceRestrictions, secs),
+		s.errNoWorkers(ts, pickle.NoValidWorkerError(ts.Key, x.hostRestrictions, x.workerRestrictions, x.resourceRestrictions, secs),
 			"task %s marked as failed because it timed out waiting for its restrictions to become satisfied")
 		affected = append(affected, ts.Key)
 	}

@@ -12,13 +12,6 @@ func withNoWorkersTimeout(d time.Duration) option {
 	return func(c *Config, _ *[]string) { c.NoWorkersTimeout = d }
 }
 
-// tickClockTo moves the test clock to at and sends a Tick there.
-func (s *tstate) tickClockTo(at time.Time) Outbox {
-	s.t.Helper()
-	s.clock = at
-	return s.handle(&Tick{Base: Base{At: at}})
-}
-
 // erredWith returns the exception bytes of the task-erred for key in out
 // (nil when there is none).
 func erredWith(out Outbox, key string) []byte {
@@ -39,11 +32,11 @@ func TestNoWorkersTimeoutErrsATaskNoWorkerCanRun(t *testing.T) {
 	s.submit("c1", []GraphTask{annotated(task("gpu"), "resources", protocol.NewMap("GPU", int64(1)))})
 	s.wantStatus("gpu", "no-worker")
 	start := s.clock
-	if out := s.tickClockTo(start.Add(900 * time.Millisecond)); erredWith(out, "gpu") != nil {
+	if out := s.tickAt(start.Add(900 * time.Millisecond)); erredWith(out, "gpu") != nil {
 		t.Fatal("erred before the timeout")
 	}
 	s.wantStatus("gpu", "no-worker")
-	out := s.tickClockTo(start.Add(1100 * time.Millisecond))
+	out := s.tickAt(start.Add(1100 * time.Millisecond))
 	s.wantStatus("gpu", "erred")
 	exc := erredWith(out, "gpu")
 	if !bytes.Contains(exc, []byte("NoValidWorkerError")) {
@@ -64,21 +57,21 @@ func TestNoWorkersTimeoutErrsQueuedTasksWhenNoWorkerRuns(t *testing.T) {
 	s.submit("c1", []GraphTask{task("lone")})
 	s.wantStatus("lone", "queued")
 	start := s.clock
-	s.tickClockTo(start.Add(200 * time.Millisecond)) // no worker since now
-	if out := s.tickClockTo(start.Add(1100 * time.Millisecond)); erredWith(out, "lone") != nil {
+	s.tickAt(start.Add(200 * time.Millisecond)) // no worker since now
+	if out := s.tickAt(start.Add(1100 * time.Millisecond)); erredWith(out, "lone") != nil {
 		t.Fatal("erred less than the timeout after the first check without workers")
 	}
-	out := s.tickClockTo(start.Add(1300 * time.Millisecond))
+	out := s.tickAt(start.Add(1300 * time.Millisecond))
 	s.wantStatus("lone", "erred")
 	if exc := erredWith(out, "lone"); !bytes.Contains(exc, []byte("NoWorkerError")) {
 		t.Fatalf("task-erred exception %q, want a NoWorkerError pickle", exc)
 	}
 
-	s.tickClockTo(s.clock.Add(500 * time.Millisecond)) // nothing waits: no-workers clock off
+	s.tickAt(s.clock.Add(500 * time.Millisecond)) // nothing waits: no-workers clock off
 	s.submit("c1", []GraphTask{task("later")})
-	s.tickClockTo(s.clock.Add(200 * time.Millisecond))
+	s.tickAt(s.clock.Add(200 * time.Millisecond))
 	s.addWorker("w", 1)
-	s.tickClockTo(s.clock.Add(5 * time.Second))
+	s.tickAt(s.clock.Add(5 * time.Second))
 	s.wantStatus("later", "processing")
 }
 
@@ -86,6 +79,6 @@ func TestNoWorkersTimeoutErrsQueuedTasksWhenNoWorkerRuns(t *testing.T) {
 func TestNoWorkersTimeoutOffLeavesTasksWaiting(t *testing.T) {
 	s := newTestState(t, withWorkers("a:1"))
 	s.submit("c1", []GraphTask{annotated(task("gpu"), "resources", protocol.NewMap("GPU", int64(1)))})
-	s.tickClockTo(s.clock.Add(time.Hour))
+	s.tickAt(s.clock.Add(time.Hour))
 	s.wantStatus("gpu", "no-worker")
 }
