@@ -18,13 +18,14 @@ import (
 // holds a stream for its interval after each write (5 ms to workers, 2 ms to
 // clients), and a chain of dependent tasks pays up to that much per hop; an
 // engine that handles a read batch at a time already hands each stream one
-// write per batch, so the interval saves little (issue 32). A positive
+// write per batch, so the interval saves little and small computations'
+// round trips would pay it at every hop. A positive
 // interval keeps distributed's rule, a write at most once per interval with
 // a message after a quiet period going out at once: the zero worker emulates
 // a stock worker's 2 ms stream with it.
 //
 // Two ways in. Send queues and wakes the stream's writer goroutine. Queue
-// then Flush is the engine's way (issue 31): Queue only appends, and Flush,
+// then Flush is the engine's way: Queue only appends, and Flush,
 // called once the engine has handled a whole read batch, writes the buffer
 // from the calling goroutine when no write is in flight and the Conn can
 // write without waiting (Conn.TryWrite: raw TCP). No goroutine hand-off,

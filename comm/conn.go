@@ -47,7 +47,7 @@ type Conn struct {
 }
 
 // readBufferSize makes small messages (op dicts, batches) one read syscall.
-const readBufferSize = 8 << 10 // 64 KiB made 121 of 135 MB of heap at 1,000 workers (issue 31): larger messages read past it
+const readBufferSize = 8 << 10 // 64 KiB a connection made 121 of 135 MB of heap at 1,000 workers: larger messages read past it
 
 // readScratchSize is the largest one-frame message read without a buffer
 // of its own (a stream batch of a few dozen ops).
@@ -133,7 +133,8 @@ func (c *Conn) read() (any, error) {
 // ReadTransient reads one message's frames without decoding them, a
 // one-frame message into a borrowed scratch: the frames are valid
 // until the next read on this Conn (a stream reader that decodes each
-// batch before the next, issue 31). Tracing sees no message here: a
+// batch before the next, so a batch costs no buffer of its own). Tracing
+// sees no message here: a
 // traced Conn's reader uses Read (Tracing).
 func (c *Conn) ReadTransient() ([][]byte, error) {
 	if err := c.ensureHandshake(); err != nil {

@@ -6,7 +6,7 @@ import (
 	"daskgo/protocol"
 )
 
-// Lazy requests (issue 31): at 1,000 workers an idle scheduler's work is
+// Lazy requests: at 1,000 workers an idle scheduler's work is
 // heartbeat_worker, about 170 a second, and decoding each whole (the
 // worker's metrics dict: a Map per level, every number boxed) was a sixth
 // of it. An op in Server.LazyHandlers is handed its one frame undecoded

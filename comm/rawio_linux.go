@@ -23,7 +23,8 @@ import (
 //
 // The functions handed to RawConn are made once per connection (readFn,
 // writeFn) and take their arguments from fields: a closure per call would
-// be an allocation per read and per write (issue 31).
+// be an allocation per read and per write, one of the per-message costs a
+// 20k-task client.map's heap profile showed.
 type rawIO struct {
 	rc syscall.RawConn
 

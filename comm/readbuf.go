@@ -12,7 +12,7 @@ import (
 // about 2,000 connections (a stream and a heartbeat connection a worker, and
 // the pool's), nearly all waiting for their next message at any moment;
 // owned buffers were 41 of the 60 MB of live heap an idle scheduler had
-// there, and the GC's target doubles live heap in RSS (issue 31).
+// there, and the GC's target doubles live heap in RSS.
 //
 // On Linux TCP (rawIO) a waiting connection holds no buffer at all: the
 // read that finds nothing gives its buffer back before the goroutine parks

@@ -17,9 +17,9 @@ import (
 // every other client there too. Here a graph waits in the pool's queue only
 // until a helper is free, and when every helper has been busy for
 // SpareAfter with work waiting, another starts (about a second of imports)
-// and takes the queue; a spare idle for SpareIdle is closed (issue 32: a
-// helper stalled on one client's graph must not hold another client's
-// small computation behind it).
+// and takes the queue; a spare idle for SpareIdle is closed. The spare is
+// there so that a helper stalled on one client's graph does not hold
+// another client's small computation behind it.
 //
 // The engine keeps at most one graph per client in the helpers (graph.go
 // holds a client's later stimuli until its graph is answered), so a client

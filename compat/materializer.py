@@ -83,7 +83,7 @@ DESERIALIZATION_ERROR = textwrap.dedent(
 # Graphs smaller than this free what they made by reference counting and the
 # collector's own young-generation passes; a full collection and a
 # malloc_trim (0.2-0.4 ms even after gc.freeze) would only add latency to
-# the small computations a notebook runs one after another (issue 32).
+# the small computations a notebook runs one after another.
 RELEASE_MIN_TASKS = 1000
 
 MAX_INT = 2**64 - 1
@@ -371,7 +371,7 @@ def release_memory():
     caches that dask and the graph's imports made. gc.freeze() moves it out
     of the collector's sight, so the next collection walks only what the
     next graph made. Without it every graph paid a full walk of everything
-    dask imports, 7-14 ms, most of a one-task graph's round trip (issue 32).
+    dask imports, 7-14 ms, most of a one-task graph's round trip.
     Frozen objects are still freed by reference counting; only a cycle
     among them would stay (the helper is recycled when it grows,
     helper_recycle.go)."""

@@ -40,7 +40,7 @@ func Encode(msg any, opts *EncodeOptions) ([][]byte, error) {
 // Encoder is Encode for a connection's writer: it keeps its buffers (frame
 // 0, the Go-made blobs' sub-headers, the frame list) from one message to
 // the next, so a stream of compute-tasks does not grow and drop new ones
-// for every message (issue 31: about a third of what a 20k-task map
+// for every message (that was about a third of what a 20k-task map
 // allocated). The frames Encode returns alias those buffers: they are
 // valid until the next Encode or Release. Not safe for concurrent use.
 type Encoder struct {

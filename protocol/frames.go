@@ -59,7 +59,8 @@ func ReadFrames(r io.Reader, lim Limits) ([][]byte, error) {
 // stream batch without blobs) into scratch when it fits, instead of a new
 // buffer: Decode copies strings and bin values out of frame 0 and aliases
 // only later frames, so a reader that decodes each message before reading
-// the next can pass the same scratch every time (issue 31). The frames
+// the next can pass the same scratch every time, and a one-frame message
+// costs no allocation of its own. The frames
 // returned alias scratch until then.
 func ReadFramesReusing(r io.Reader, lim Limits, scratch []byte) ([][]byte, error) {
 	lim = lim.withDefaults()
@@ -117,8 +118,7 @@ func ReadFramesReusing(r io.Reader, lim Limits, scratch []byte) ([][]byte, error
 // readLengths reads n u64 frame lengths, allocating as they arrive. The
 // scratch buffer is sized to the lengths (at most 512 at a time): it
 // escapes to the heap through io.ReadFull, and a fixed 4 KiB array cost
-// 4 KiB per message read, most of what a 20k-task map allocated in reads
-// (issue 31).
+// 4 KiB per message read, most of what a 20k-task map allocated in reads.
 func readLengths(r io.Reader, n int, lim Limits) ([]uint64, uint64, error) {
 	sizes := make([]uint64, 0, min(n, readChunk/64))
 	buf := make([]byte, 8*min(n, 512))

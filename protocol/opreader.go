@@ -6,10 +6,10 @@ import (
 	"math"
 )
 
-// Lazy decoding of stream batches (issue 31): a worker's batch of
-// task-finished ops is read field by field straight from frame 0, into the
-// types the scheduler keeps, without building a Map per op, boxing every
-// number or copying the fields it does not read. The scheduler's edge
+// Lazy decoding of stream batches, whose ops come once per task: a
+// worker's batch of task-finished ops is read field by field straight from
+// frame 0, into the types the scheduler keeps, without building a Map per
+// op, boxing every number or copying the fields it does not read. The scheduler's edge
 // (scheduler/server) decodes the ops it knows this way and hands any other
 // element to DecodeElement, the generic decoder.
 //

@@ -6,8 +6,8 @@ import (
 	"daskgo/protocol"
 )
 
-// Engine tests for the cluster ops of issue 14: the task stream, the event
-// log, plugins, and the replica plans behind replicate, rebalance and
+// Engine tests for the cluster ops beyond computing a graph: the task
+// stream, the event log, plugins, and the replica plans behind replicate, rebalance and
 // retire_workers.
 
 // Nothing is recorded until the plugin exists (the first get_task_stream or

@@ -11,7 +11,7 @@ import (
 	"daskgo/protocol"
 )
 
-// BenchmarkWithholding1M drives the engine with the graph of the issue:
+// BenchmarkWithholding1M drives the engine with a million-task graph:
 // 500,000 root tasks feeding a binary tree reduction (999,999 tasks) on
 // 100 simulated 2-thread workers, in the three modes. Every compute-task is
 // answered with task-finished, most recent first per worker, until the
@@ -123,8 +123,8 @@ func benchWithholding(b *testing.B, sat float64, co bool, roots, nworkers int) {
 	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(transitions), "cpu-ns/transition")
 }
 
-// benchRoots is the issue's 500,000; DASKGO_BENCH_ROOTS lowers it for a
-// quick look (profiles, scaling checks).
+// benchRoots is the million-task graph's 500,000 roots; DASKGO_BENCH_ROOTS
+// lowers it for a quick look (profiles, scaling checks).
 var benchRoots = func() int {
 	if n, err := strconv.Atoi(os.Getenv("DASKGO_BENCH_ROOTS")); err == nil && n > 0 {
 		return n

@@ -1,4 +1,4 @@
-"""Cluster ops of issue 14 with stock Clients and stock `dask worker`s (with
+"""Cluster ops beyond computing a graph, with stock Clients and stock `dask worker`s (with
 nannies) against the Go scheduler: the task stream, the event log, scheduler
 and worker logs, replicate, rebalance, retire_workers, worker plugins on a
 worker that joins later, and upload_file."""

@@ -1,4 +1,4 @@
-"""Clusters that grow and shrink (issue 29), with stock dask callers.
+"""Clusters that grow and shrink, with stock dask callers.
 
 The package (compat/python) is imported from the checkout: its source folder
 goes on sys.path here, and it runs the checkout's bin/dask-go-scheduler

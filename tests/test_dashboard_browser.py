@@ -1,4 +1,4 @@
-"""The live dashboard in a real browser (issue 27): headless Chromium loads
+"""The live dashboard in a real browser: headless Chromium loads
 the pages the Go scheduler serves from its binary, while stock `dask worker`
 processes compute, and reads what they show from their DOM.
 

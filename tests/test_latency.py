@@ -1,4 +1,4 @@
-"""Small computations under load (issue 32), with stock Clients and workers:
+"""Small computations under load, with stock Clients and workers:
 one client's flood of tiny graphs does not starve another client's round
 trips, and a materializer helper stalled on one client's graph does not
 hold another client's submit behind it (compat/helper_pool.go)."""

@@ -1,4 +1,4 @@
-"""The Python package (compat/python), installed as a user installs it (issue 29).
+"""The Python package (compat/python), installed as a user installs it.
 
 One fresh virtualenv for the module, made here with `python -m venv` (no
 system site packages), with the pinned dask and distributed of

@@ -2,7 +2,7 @@
 there was is spread over the workers that join later, through the
 steal-request / steal-response exchange with stock `dask worker`s.
 
-The scenario of the issue: withholding off (worker-saturation inf, so all
+The scenario: withholding off (worker-saturation inf, so all
 80 tasks of 0.5 s go to the first worker at once), three more workers join
 about a second later. Without stealing they get nothing and the graph takes
 the 40 s one worker needs; with stealing every worker runs a share.

@@ -3,8 +3,9 @@
 The scheduler runs with `--tls-ca-file/--tls-cert/--tls-key` (so, as in
 `dask scheduler`, encryption is required and it listens on tls://); stock
 `dask worker`s with their nannies and a stock Client with a Security object
-connect with certificates signed by the test's CA. Then every bad peer of
-issue 28 is tried against the same scheduler: each is refused, the good
+connect with certificates signed by the test's CA. Then bad peers (plain TCP,
+garbage, certificates foreign, expired, not yet valid or missing, TLS 1.2)
+are tried against the same scheduler: each is refused, the good
 client keeps working, and the scheduler's goroutines and descriptors (its
 own footprint in identity) come back to where they were.
 """

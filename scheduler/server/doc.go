@@ -22,7 +22,8 @@
 // engine is called under loop.mu, by the loop goroutine for events (RPC
 // stimuli, ticks, helper results) and by a stream's reader for the batch
 // it just read (loop.handleBatch: a task-finished gets its compute-task
-// back from the goroutine that read it, issue 31): State.Handle, then
+// back from the goroutine that read it, with no hand-off per message):
+// State.Handle, then
 // dispatch, which queues on BatchedSends and returns the stimuli its own
 // failures produce (a helper gone), handled next in order; after the event
 // or batch, loop.flush writes each stream it touched once, from the same

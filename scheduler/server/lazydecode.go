@@ -8,7 +8,7 @@ import (
 	"daskgo/scheduler"
 )
 
-// Lazy decoding (issue 31): the ops that come once per task are read
+// Lazy decoding: the ops that come once per task are read
 // field by field from the batch's msgpack (protocol.Fields) into their
 // stimulus, without the generic value tree (a Map per op and per
 // start/stop, every number boxed, metadata and status decoded and

@@ -16,10 +16,10 @@ import (
 // for events (RPC stimuli, ticks, helper results, queries), and a stream's
 // reader, for the batch it has just read (handleBatch), so that a worker's
 // task-finished gets its compute-task back from the goroutine that read it,
-// with no hand-off (issue 31). Sending the outbox queues on BatchedSends
-// and flushes them once per event or batch; a flush writes only what the
-// socket takes at once and leaves the rest to the stream's writer, so the
-// engine's holder never waits for a peer.
+// with no goroutine hand-off per message. Sending the outbox queues on
+// BatchedSends and flushes them once per event or batch; a flush writes
+// only what the socket takes at once and leaves the rest to the stream's
+// writer, so the engine's holder never waits for a peer.
 type loop struct {
 	srv    *Server
 	state  *scheduler.State
@@ -283,7 +283,7 @@ func (l *loop) call(ctx context.Context, mk func(replyTo int64) scheduler.Stimul
 // callNow is call run on the calling goroutine, under the engine lock, as
 // handleBatch runs a stream's batch: an RPC answered where nothing else
 // waits (heartbeat_worker, about 170 a second at 1,000 workers) costs no
-// hand-off to the loop goroutine and back (issue 31). A reply the engine
+// hand-off to the loop goroutine and back. A reply the engine
 // parks (Parked) is awaited as call awaits it.
 func (l *loop) callNow(ctx context.Context, mk func(replyTo int64) scheduler.Stimulus) (any, error) {
 	id, ch := l.register()

@@ -23,7 +23,7 @@ var _ web.Backend = webBackend{}
 
 // snapshots holds the engine's view for the HTTP routes. The loop builds
 // one on a tick only if a route read the last one since the previous
-// build: a build costs a WorkerView per worker and a sort (issue 31: at
+// build: a build costs a WorkerView per worker and a sort (at
 // 1,000 workers the dashboard nobody watches was rebuilt twice a second).
 // A read that finds the snapshot older than two ticks (nobody read for a
 // while) builds one on the loop at once, so a reader never sees a stale

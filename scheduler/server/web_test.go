@@ -9,7 +9,7 @@ import (
 )
 
 // A tick builds the dashboard's snapshot only when the last one was read:
-// nobody watching costs nothing per tick (issue 31).
+// nobody watching costs nothing per tick.
 func TestSnapshotBuiltOnTickOnlyAfterARead(t *testing.T) {
 	st := scheduler.New(scheduler.Config{})
 	var p snapshots
@@ -38,7 +38,7 @@ func TestSnapshotBuiltOnTickOnlyAfterARead(t *testing.T) {
 }
 
 // The snapshot's cost at 1,000 workers: what a tick paid twice a second
-// before snapshots were built only when read (issue 31).
+// before snapshots were built only when read.
 func BenchmarkSnapshot1000Workers(b *testing.B) {
 	st := scheduler.New(scheduler.Config{})
 	at := time.Unix(1000, 0)

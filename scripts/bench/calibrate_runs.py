@@ -1,6 +1,6 @@
 #!/usr/bin/env python
 """Benchmark runs that also record what the simulator is calibrated from
-(scripts/sim/calibrate.py, issue 16).
+(scripts/sim/calibrate.py).
 
     .venv/bin/python scripts/bench/calibrate_runs.py \\
         --workloads anom-mean,basic-sum,climactic-mean,vorticity \\

@@ -1,4 +1,4 @@
-"""Time to the first full render of the dashboard's /status page (issue 27),
+"""Time to the first full render of the dashboard's /status page,
 in headless Chromium, with the browser cache off (every load fetches the
 page, its scripts and the data):
 

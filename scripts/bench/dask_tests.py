@@ -1,7 +1,8 @@
 """dask's own shipped tests for dask.array, run through the Go scheduler and
-through the Python one (issue 32): the same tests, each scheduler with 2
-stock workers x 2 threads (no nanny) and a default Client pointed at it
-(dask_tests_plugin.py, which also points assert_eq at it). Per scheduler:
+through the Python one, as a suite of small computations: the same tests,
+each scheduler with 2 stock workers x 2 threads (no nanny) and a default
+Client pointed at it (dask_tests_plugin.py, which also points assert_eq at
+it). Per scheduler:
 wall time of the pytest run, and every test's outcome from its JUnit XML.
 
     scripts/bench.sh --workloads dask-tests [--dask-tests-files test_reductions.py,...]

@@ -1,7 +1,7 @@
 """The graph path, Go scheduler side by side with the Python scheduler: what
 the scheduler side (the Go process plus its materializer helper, counted
 together) costs from a client's update-graph to tasks running, on stock
-workers (issue 12).
+workers.
 
     scripts/bench.sh --workloads graph-path [--repetitions 3] [--graph-path-cases ...]
 

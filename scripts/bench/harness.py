@@ -1,5 +1,5 @@
 """Benchmarks side by side: the Python scheduler and the Go scheduler, on
-the same workloads, stock workers and stock Client (issue 5).
+the same workloads, stock workers and stock Client.
 
     scripts/bench.sh                 # full run: fresh cluster per run, 3 interleaved repetitions
     scripts/bench.sh --smoke         # tiny sizes, 1 repetition, one cluster per configuration

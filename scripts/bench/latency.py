@@ -1,5 +1,5 @@
 """Latency of small computations, Go scheduler side by side with the Python
-scheduler (issue 32): the round trip a notebook cell or a test suite feels.
+scheduler: the round trip a notebook cell or a test suite feels.
 
     scripts/bench.sh --workloads latency [--repetitions 3] [--latency-cases submit,array-sum-4,slice-mean]
 

@@ -1,8 +1,8 @@
-"""Ten thousand connected workers held on our scheduler (issue 31,
-must-show 2): fake workers (bin/dask-go-zero-worker, several processes)
-register at once and stay connected, heartbeating at the interval the
-scheduler dictates (distributed's heartbeat_interval(n): 51 s at 10,000),
-for --many-connections-hold seconds.
+"""Ten thousand connected workers held on our scheduler: fake workers
+(bin/dask-go-zero-worker, several processes) register at once and stay
+connected, heartbeating at the interval the scheduler dictates
+(distributed's heartbeat_interval(n): 51 s at 10,000), for
+--many-connections-hold seconds.
 
     scripts/bench.sh --workloads many-connections [--many-connections-workers 10000]
                      [--many-connections-hold 600] [--many-connections-procs 5]
@@ -14,7 +14,7 @@ its CPU (Go process and helper) and RSS; the removals the log reports
 "worker stream closed"); at the end the idle CPU share over the hold and the
 peak RSS, Go + helper. A run is ok when no worker was removed or lost and
 every zero-worker process is still alive. Ours only: the Python scheduler
-at this size is the case issue 31 cites as breaking (distributed #3691).
+at this size is reported to break (distributed #3691).
 
 The zero-worker processes share --many-connections-hb-conns heartbeat
 connections each (see cmd/dask-go-zero-worker/heartbeat.go): three

@@ -1,5 +1,4 @@
-"""Many stock workers on one scheduler, Go side by side with Python (issue
-31, must-show 1).
+"""Many stock workers on one scheduler, Go side by side with Python.
 
     scripts/bench.sh --workloads many-workers [--many-workers-sizes 2,100,500,1000]
                      [--repetitions 3] [--many-workers-idle 30] [--many-workers-map 20000]
@@ -26,10 +25,11 @@ heartbeats at the same interval and nothing else (heartbeat_floor.py).
 
 Every CPU and RSS figure of ours is the Go process plus its materializer
 helper, each part shown. Runs are interleaved: for each repetition, each
-size, py then go (ours only at 2 workers: the baseline of issue 31's
-target on the map's CPU per task at 1,000). Sizes run in the order given; a long full run can be
-split into per-size invocations with their own --results and merged with
---many-workers-merge (the tables then hold every run of every file).
+size, py then go (ours only at 2 workers: the baseline of the target on
+the map's CPU per task at 1,000, at most 1.2× ours at 2). Sizes run in the
+order given; a long full run can be split into per-size invocations with
+their own --results and merged with --many-workers-merge (the tables then
+hold every run of every file).
 """
 
 from __future__ import annotations
@@ -221,13 +221,15 @@ def fmt(v, unit: float = 1.0, d: int = 1) -> str:
 
 
 def targets(med: dict) -> list[str]:
-    """Issue 31's targets at the largest size, against the measured figures."""
+    """The scale targets at the largest size (idle CPU, the map's CPU per task
+    against ours at the smallest size and against Python's, peak RSS against
+    Python's), against the measured figures."""
     sizes = sorted({n for n, _ in med})
     big, small = sizes[-1], sizes[0]
     go, py, go_small = med.get((big, "go")), med.get((big, "py")), med.get((small, "go"))
     if not go or go["ok"] == 0:
         return []
-    out = ["", f"Targets at {big:,} workers (issue 31), medians:", ""]
+    out = ["", f"Targets at {big:,} workers (idle CPU, map CPU per task, peak RSS), medians:", ""]
 
     def line(what, ok, detail):
         out.append(f"- {what}: {'met' if ok else '**not met**'} ({detail})")

@@ -1,5 +1,5 @@
 """Our Go process's CPU per task against the machine's floor for the same
-traffic (issue 31, must-show 3).
+traffic.
 
     flock -x /tmp/measure.lock .venv/bin/python scripts/bench/msgfloor.py \\
         --repetitions 3 --results scripts/bench/results/per-message
@@ -254,7 +254,7 @@ def markdown(results: list[dict], machine: dict) -> str:
         return "–" if v is None else f"{v:.{d}f}"
 
     lines = [
-        "# Per message: our Go process against the machine's floor (issue 31, must-show 3)", "",
+        "# Per message: our Go process against the machine's floor for the same traffic", "",
         f"Command: `{machine['command']}`  ",
         f"Machine: {machine['machine']}, Python {machine['python']}  ",
         f"Started: {machine['started']}; interleaved ours, floor, ours, floor, ...; medians of the runs that "

@@ -1,4 +1,4 @@
-"""Scheduler overhead, Go vs Python, in the same run (issue 5):
+"""Scheduler overhead, Go vs Python, in the same run:
 
 - zero workers (bin/dask-go-zero-worker: fake workers that finish every task
   the instant it arrives) so the scheduler is the only thing working:

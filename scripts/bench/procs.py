@@ -36,7 +36,7 @@ SATURATION = "DASK_DISTRIBUTED__SCHEDULER__WORKER_SATURATION"
 COASSIGN = "DASK_DISTRIBUTED__SCHEDULER__ROOT_TASK_CO_ASSIGNMENT"
 
 # name -> (scheduler kind, scheduler environment). The names are the ones the
-# results use (issue 5).
+# stored results use.
 CONFIGS: dict[str, tuple[str, dict[str, str]]] = {
     "py-queuing": ("py", {SATURATION: "1.1"}),
     "py-noqueue": ("py", {SATURATION: "inf"}),
@@ -64,8 +64,8 @@ def resolve_config(name: str) -> tuple[str, dict[str, str]]:
     with PYTHONHASHSEED=N in the scheduler's environment: dask.order
     iterates sets, so its priorities depend on the string hash seed, which
     both schedulers draw per process unless that fixes it. Runs paired by
-    seed compare the schedulers on the same priorities (issue 16's
-    dot-product gap: the Go scheduler used to order under seed 0 always).
+    seed compare the schedulers on the same priorities (the Go scheduler used
+    to order under seed 0 always, most of its extra memory on dot-product).
     KeyError for an unknown name."""
     base, seed = split_seed(name)
     kind, env = CONFIGS[base] if base in CONFIGS else DIAGNOSTIC_CONFIGS[base]

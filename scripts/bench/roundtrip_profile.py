@@ -1,6 +1,6 @@
 """One round trip, stage by stage, with timestamps from every side: where
 the time of `client.submit(inc, i).result()` goes, on the Go scheduler and on
-the Python one (issue 32).
+the Python one.
 
     .venv/bin/python scripts/bench/roundtrip_profile.py [--schedulers py,go] [--round-trips 200]
 

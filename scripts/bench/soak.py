@@ -1,5 +1,6 @@
 """Memory over rounds of big graphs: does the scheduler give memory back
-after a graph is forgotten? (issue 17's soak, the measurement part).
+after a graph is forgotten? (The stress suite's soak case checks the
+results; this measures the memory.)
 
     .venv/bin/python scripts/bench/soak.py [--schedulers py,go] [--rounds 10] [--tasks 100000]
                                            [--workers 0] [--settle 8] [--idle-tail 0] [--json OUT]

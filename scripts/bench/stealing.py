@@ -1,5 +1,5 @@
 """Work stealing: the Go scheduler and the Python scheduler, each with
-stealing on and off, on the imbalances stealing exists for (issue 15).
+stealing on and off, on the imbalances stealing exists for.
 
     scripts/bench.sh --workloads stealing [--repetitions 3] [--stealing-cases late-joiner,skewed,slow-worker]
                      [--stealing-configs py-steal,py-nosteal,go-steal,go-nosteal]

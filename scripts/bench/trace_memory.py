@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """What the workers hold over time, by task prefix: the trace behind a
-memory difference between configurations (issue 5: "where Go is worse, say
-why"). One fresh cluster per configuration, as the benchmark runs them;
+memory difference between configurations: where Go is worse, the trace
+says why. One fresh cluster per configuration, as the benchmark runs them;
 every 0.5 s a second Client asks each stock worker (client.run) for the
 keys in memory and executing, grouped by key_split, while the workload runs.
 

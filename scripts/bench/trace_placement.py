@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """Where and when each task ran, and how long finished outputs waited for
 their consumers: the trace behind a memory difference once trace_memory.py
-has shown *what* the workers hold (issue 16: dot-product's withholding gap).
+has shown *what* the workers hold (e.g. dot-product, where Go's withholding
+held more than Python's).
 
     .venv/bin/python scripts/bench/trace_placement.py dot-product --configs py-queuing,go-queuing --scale 0.5
 

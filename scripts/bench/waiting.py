@@ -1,5 +1,5 @@
 """What the scheduler holds per task: a graph of N tasks that cannot run
-(no workers), Go side by side with the Python scheduler (issue 13).
+(no workers), Go side by side with the Python scheduler.
 
     scripts/bench.sh --workloads waiting [--repetitions 3] [--waiting-cases waiting-100k,waiting-1m]
 

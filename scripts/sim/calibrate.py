@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Calibrate the simulator from stock workers' traces (issue 16).
+"""Calibrate the simulator from stock workers' traces.
 
     .venv/bin/python scripts/sim/calibrate.py [--traces scripts/sim/results/calibration/traces]
                                              [--graphs scripts/sim/graphs] [--out scripts/sim/calibration.json]

@@ -1,5 +1,5 @@
 """Load, soak and failure cases against the Go scheduler with stock workers
-and Clients (issue 17). Each case counts its runs, failures and lost or
+and Clients. Each case counts its runs, failures and lost or
 wrong results (every result is checked exactly), and compares the
 scheduler's goroutines, fds and per-task state after the case with before
 it (stress.Case). Smoke scale by default; DASKGO_STRESS=full via

@@ -1,4 +1,4 @@
-"""Bad input at scale (issue 31): a storm of workers connecting at once
+"""Bad input at scale: a storm of workers connecting at once
 while a client computes, then all of them SIGKILLed at once; and a worker
 that floods heartbeats while others work. Exact results, as in
 test_stress.py; smoke scale by default, full scale (1,000 workers) through

@@ -16,7 +16,8 @@ import (
 // a wake-up per W instead of one per message, then a read per ready
 // connection and a write per reply, inline. It answers whether coalescing
 // idle connections' wake-ups can bring the idle heartbeat phase under
-// what one wake-up per heartbeat costs (issue 31, must-show 1).
+// what one wake-up per heartbeat costs (0.5 % of a core at 1,000 workers
+// is the target).
 func (f *floor) serveBatched(conns []net.Conn, every time.Duration) error {
 	ep, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
 	if err != nil {

@@ -2,7 +2,7 @@
 // per-message work: the CPU a minimal Go program spends to read the
 // messages a real run's scheduler read and write the messages it wrote, on
 // as many TCP connections, with the same sizes and the same pacing, and
-// nothing else (issue 31, "per-message cost at its floor").
+// nothing else: what the scheduler's per-message cost is measured against.
 //
 // The traffic is a Script (script.go) that scripts/bench/msgfloor.py cuts
 // out of the scheduler's --log-level trace log of a recorded run (the

@@ -26,13 +26,13 @@ func BenchmarkEngineReplay(b *testing.B) {
 	}
 }
 
-// BenchmarkEngineReplay1M is the replay of must-show 4's reference run
-// itself (tree:500000, 999,999 tasks, on 1,000 workers): the engine's CPU
-// per task without the simulator's clock reads and its own work between
-// stimuli. About a minute; run it by name with -benchtime 1x.
+// BenchmarkEngineReplay1M is the replay of the engine-throughput reference
+// run itself (scripts/sim/engine-throughput.sh; tree:500000, 999,999
+// tasks, on 1,000 workers): the engine's CPU per task without the
+// simulator's clock reads and its own work between stimuli. About a minute; run it by name with -benchtime 1x.
 func BenchmarkEngineReplay1M(b *testing.B) { benchEngineReplay(b, "tree:500000", 1000) }
 
-// BenchmarkEngineReplayClocks replays must-show 4's reference run as
+// BenchmarkEngineReplayClocks replays the engine-throughput reference run as
 // BenchmarkEngineReplay1M does, with each engine clock read around every
 // stimulus as the simulator reads it (none, thread, wall-scaled), and
 // reports the engine's time as that clock measured it (clock-ns/task,
