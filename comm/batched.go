@@ -35,12 +35,21 @@ import (
 //
 // Lifecycle: NewBatchedSend starts the writer goroutine; Close flushes what
 // is buffered and stops it, leaving the Conn open for its owner (who may
-// still be reading the peer's close-stream); Abort drops the buffer, closes
-// the Conn and stops. A write error stops it too: the error is kept (Err)
-// and passed once to onError, and the Conn is closed so the stream's reader
-// notices (distributed's BatchedSend.abort). All methods are safe for
-// concurrent use. Invariant: at most one write is in flight (writing), by
-// Flush's caller or the writer goroutine, so messages keep their order.
+// still be reading the peer's close-stream); Shut is Close for a caller
+// that must not wait (the engine's lock holder removing a worker): the
+// writer drains the buffer within a deadline and then closes the Conn;
+// Abort drops the buffer, closes the Conn and stops. A write error stops it
+// too: the error is kept (Err) and passed once to onError, and the Conn is
+// closed so the stream's reader notices (distributed's BatchedSend.abort).
+// All methods are safe for concurrent use. Invariant: at most one write is
+// in flight (writing), by Flush's caller or the writer goroutine, so
+// messages keep their order.
+//
+// Hold and Release keep queued messages from being written for a while:
+// an RPC whose stimulus sends on its caller's stream holds that stream
+// until its reply is written, so that the reply goes first, as
+// distributed's handle_comm writes a reply before the batched streams'
+// next flush.
 type BatchedSend struct {
 	conn     *Conn
 	interval time.Duration // 0: flush on idle
@@ -53,6 +62,8 @@ type BatchedSend struct {
 	writing  bool  // a write is in flight (inline or the writer's)
 	pending  *Pending
 	stopping bool
+	shut     bool // Shut: the writer closes the Conn once it has drained
+	held     int  // Hold count: nothing is written while > 0, unless stopping
 	err      error
 	messages int
 	batches  int
@@ -130,6 +141,10 @@ func (b *BatchedSend) Flush() {
 		b.mu.Unlock()
 		return
 	}
+	if b.held > 0 && !b.stopping {
+		b.mu.Unlock()
+		return // Release flushes
+	}
 	if !b.inline || b.writing || b.stopping {
 		b.wakeLocked()
 		b.mu.Unlock()
@@ -175,6 +190,7 @@ func (b *BatchedSend) takeLocked() []any {
 // The timer is armed only when a message waits for it.
 func (b *BatchedSend) run() {
 	defer close(b.done)
+	defer b.closeIfShut()
 	rest := time.NewTimer(time.Hour)
 	rest.Stop()
 	var last time.Time // when the last write ended; zero before the first
@@ -252,7 +268,7 @@ func (b *BatchedSend) flush() bool {
 		b.mu.Lock()
 		b.writing = false
 	}
-	if b.writing || len(b.buf) == 0 {
+	if b.writing || len(b.buf) == 0 || (b.held > 0 && !b.stopping) {
 		b.mu.Unlock()
 		return true
 	}
@@ -308,6 +324,52 @@ func (b *BatchedSend) Close(ctx context.Context) error {
 		return fmt.Errorf("flush batched stream to %s: %w", b.conn.Peer(), ctx.Err())
 	}
 	return b.Err()
+}
+
+// Shut stops the stream without waiting for its peer: Send and Queue fail
+// from now on, the writer goroutine writes what is buffered until the
+// deadline d from now (a peer that does not read, a SIGSTOPped worker,
+// makes that write fail then), and closes the Conn, which ends the
+// stream's reader. Done is closed when all of that is over.
+func (b *BatchedSend) Shut(d time.Duration) {
+	b.mu.Lock()
+	b.shut = true
+	b.mu.Unlock()
+	_ = b.conn.SetWriteDeadline(time.Now().Add(d))
+	b.beginStop()
+}
+
+func (b *BatchedSend) closeIfShut() {
+	b.mu.Lock()
+	shut := b.shut
+	b.mu.Unlock()
+	if shut {
+		b.conn.Close()
+	}
+}
+
+// Hold keeps what is queued from being written until the matching
+// Release; Queue and Send still append. Stopping the stream overrides it.
+func (b *BatchedSend) Hold() {
+	b.mu.Lock()
+	b.held++
+	b.mu.Unlock()
+}
+
+// Release ends a Hold and, with none left, writes what queued meanwhile
+// as Flush does (what the socket takes at once, the rest by the writer).
+func (b *BatchedSend) Release() {
+	b.mu.Lock()
+	b.held--
+	if b.held < 0 {
+		b.mu.Unlock()
+		panic("comm: BatchedSend.Release without Hold")
+	}
+	held := b.held > 0
+	b.mu.Unlock()
+	if !held {
+		b.Flush()
+	}
 }
 
 // Abort drops buffered messages, closes the Conn (unblocking a write in

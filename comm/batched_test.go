@@ -226,3 +226,84 @@ func TestBatchedIntervalCoalesces(t *testing.T) {
 		t.Fatalf("11 messages within one 50 ms interval took %d batches, want 2", batches)
 	}
 }
+
+// Shut returns at once although nobody reads the pipe; its writer gives up
+// at the deadline and closes the Conn.
+func TestBatchedShutDoesNotWaitForAPeerThatDoesNotRead(t *testing.T) {
+	a, _ := pipePair(t, nil, nil)
+	bs := NewBatchedSend(a, 0, nil)
+	_ = bs.Send("blocks: nobody reads the pipe")
+	bs.Shut(time.Hour)
+	select {
+	case <-bs.Done():
+		t.Fatal("the writer stopped before its deadline although its write was stuck")
+	default:
+	}
+	if err := bs.Send("late"); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Send after Shut: %v, want ErrClosed", err)
+	}
+	_ = a.SetWriteDeadline(time.Now()) // what the hour would do
+	select {
+	case <-bs.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the writer did not stop within 10 s of its write deadline")
+	}
+	if !a.Closed() {
+		t.Fatal("Shut left the Conn open after the writer stopped")
+	}
+}
+
+// A reading peer gets everything queued before Shut, then the end of the
+// stream.
+func TestBatchedShutDrainsThenCloses(t *testing.T) {
+	a, b := pipePair(t, nil, nil)
+	bs := NewBatchedSend(a, 0, nil)
+	for i := range 5 {
+		_ = bs.Send(fmt.Sprint(i))
+	}
+	bs.Shut(time.Minute)
+	msgs, _ := readBatches(t, b, 5)
+	if msgs[4] != "4" {
+		t.Fatalf("the peer read %v", msgs)
+	}
+	if _, err := b.Read(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("after the drained messages the peer read %v, want the end of the stream", err)
+	}
+	<-bs.Done()
+}
+
+// Nothing queued during a Hold is written before Release; then all of it,
+// in order.
+func TestBatchedHoldDefersWritesUntilRelease(t *testing.T) {
+	a, b := pipePair(t, nil, nil)
+	bs := NewBatchedSend(a, 0, nil)
+	bs.Hold()
+	_ = bs.Queue("first")
+	bs.Flush()
+	_ = bs.Send("second")
+	got := make(chan any, 1)
+	go func() {
+		v, err := b.Read()
+		if err != nil {
+			v = err
+		}
+		got <- v
+	}()
+	select {
+	case v := <-got:
+		t.Fatalf("the peer read %s during a Hold", protocol.String(v))
+	case <-time.After(100 * time.Millisecond):
+	}
+	bs.Release()
+	var v any
+	select {
+	case v = <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("nothing was written within 10 s of Release")
+	}
+	batch, _ := v.([]any)
+	if len(batch) != 2 || batch[0] != "first" || batch[1] != "second" {
+		t.Fatalf("after Release the peer read %s, want [first second]", protocol.String(v))
+	}
+	_ = bs.Close(context.Background())
+}

@@ -31,7 +31,8 @@ const DefaultIdleTimeout = time.Hour
 type Server struct {
 	Handlers map[string]Handler
 	// LazyHandlers serve their ops from the undecoded frame (Request.Raw;
-	// lazyrequest.go); an op here needs no entry in Handlers.
+	// lazyrequest.go) where the request is a plain one-frame dict, and
+	// decoded (Raw nil) otherwise. An op is in Handlers or here, not both.
 	LazyHandlers map[string]Handler
 	// Options, when set, replace the Listener's options for the handshake
 	// and read limits of accepted connections (keepalive is the Listener's).
@@ -311,8 +312,8 @@ func (s *Server) dispatch(req *Request, log zerolog.Logger) bool {
 		return false
 	}
 	h := s.Handlers[req.Op]
-	if req.Raw != nil {
-		h = s.LazyHandlers[req.Op]
+	if lazy := s.LazyHandlers[req.Op]; lazy != nil {
+		h = lazy
 	}
 	if h == nil {
 		err := fmt.Errorf("unsupported operation %q: %s has no handler for it", req.Op, s.name())

@@ -6,8 +6,11 @@ import (
 	"daskgo/protocol"
 )
 
-// Read-only accessors for the outer ring's RPCs. They are called on the
-// engine goroutine, between Handle calls; none of them mutates state.
+// Read-only accessors for the outer ring's RPCs. They are called under the
+// outer ring's lock, between Handle calls (scheduler/server/doc.go says
+// what a caller may keep); none of them mutates state. Those returning
+// maps or slices build them for the call unless their comment says they
+// share the engine's.
 
 // WhoHas maps each key to the addresses holding it (distributed's who_has
 // RPC). nil keys means every task; unknown keys map to an empty list.

@@ -224,9 +224,7 @@ func (s *State) handleRetry(x *Retry) {
 		stack = stack[:len(stack)-1]
 		ts := s.tasks.get(k)
 		if ts == nil {
-			if !x.ReplyOnly { // said once, by the Retry that acts
-				s.logf(LogWarn, k, "", x.Client, "retry of unknown key %s ignored", k)
-			}
+			s.logf(LogWarn, k, "", x.Client, "retry of unknown key %s ignored", k)
 			continue
 		}
 		if !seen[k] {
@@ -245,12 +243,10 @@ func (s *State) handleRetry(x *Retry) {
 			roots = append(roots, k)
 		}
 	}
-	if !x.ReplyOnly {
-		for _, k := range roots {
-			s.recommend(s.tasks.get(k), StatusWaiting)
-		}
-		s.runTransitions()
+	for _, k := range roots {
+		s.recommend(s.tasks.get(k), StatusWaiting)
 	}
+	s.runTransitions()
 	if x.ReplyTo != 0 {
 		if order == nil {
 			order = []protocol.Key{}

@@ -40,12 +40,13 @@ func (x *CoordOp) heldStream() string {
 }
 
 // Coordination is the engine's coordination extensions, for read-only
-// accessors (SemaphoreLeases, PublishedNames, ...) on the engine goroutine.
+// accessors (SemaphoreLeases, PublishedNames, ...) under the outer ring's
+// lock (scheduler/server/doc.go).
 func (s *State) Coordination() *coord.Coordinator { return s.coord }
 
-// Parked reports whether the RPC id waits for a later stimulus; the outer
-// ring then does not answer it with None.
-func (s *State) Parked(id int64) bool { return s.coord.Parked(id) }
+// Parked reports whether the RPC id waits for a later stimulus to answer
+// it (Replier): a coordination wait, or a shuffle run being built.
+func (s *State) Parked(id int64) bool { return s.coord.Parked(id) || s.shuffleParked(id) }
 
 // coordHost is coord.Host over the engine.
 type coordHost struct{ s *State }

@@ -7,7 +7,8 @@
 // must be told, what is forgotten. It never touches a socket, a clock, a
 // goroutine, global randomness or viper. The outer ring (scheduler/server)
 // decodes wire messages into the stimuli of stimulus.go, calls State.Handle
-// on a single goroutine, and sends the returned Outbox. Time enters only as
+// from one goroutine at a time, under its lock (the rule:
+// scheduler/server/doc.go), and sends the returned Outbox. Time enters only as
 // Base.At; time-based rules run on Tick.
 //
 // # Data flow

@@ -188,22 +188,37 @@ func TestRetryRPC(t *testing.T) {
 	s.wantStatus("b", "memory")
 }
 
-// The outer ring answers retry before it acts (Retry.ReplyOnly): the
-// answer names the same keys and changes nothing; the Retry that follows
-// does the retrying.
-func TestRetryReplyOnlyAnswersAndChangesNothing(t *testing.T) {
+// A Retry acts and answers in the same outbox: the keys named, erred
+// dependencies first walked, and the erred root sent back to a worker.
+func TestRetryActsAndAnswersTheKeysNamed(t *testing.T) {
 	s := newTestState(t, withWorkers("w1:1"))
 	s.submit("c1", []GraphTask{task("a"), task("b", "a")}, "b")
 	s.fail("w1", "a")
-	out := s.handle(&Retry{Client: "c1", Keys: keys("b"), ReplyTo: 7, ReplyOnly: true})
+	out := s.handle(&Retry{Client: "c1", Keys: keys("b"), ReplyTo: 7})
+	eq(t, len(out.Replies), 1, "replies")
 	eqSlice(t, keyStrings(out.Replies[0].Value), []string{"b", "a"}, "keys named")
-	eq(t, len(out.Workers)+len(out.Clients), 0, "messages sent")
-	s.wantStatus("a", "erred")
-	s.wantStatus("b", "erred")
-	out = s.handle(&Retry{Client: "c1", Keys: keys("b")})
-	eq(t, len(out.Replies), 0, "replies to a Retry without ReplyTo")
 	s.wantStatus("a", "processing")
 	s.wantStatus("b", "waiting")
+}
+
+// Every Replier is answered exactly once: a stimulus whose handler sends
+// no reply of its own (UpdateData, as Scheduler.update_data returns None)
+// gets None; one without a reply slot (ReplyTo 0) gets nothing; a parked
+// call is answered only by the stimulus that settles it.
+func TestEveryReplierIsAnsweredOnce(t *testing.T) {
+	s := newTestState(t, withWorkers("w1:1"))
+	out := s.handle(&UpdateData{Client: "c1", WhoHas: map[protocol.Key][]string{k("x"): {addr("w1")}},
+		NBytes: map[protocol.Key]int64{k("x"): 8}, ReplyTo: 3})
+	eq(t, len(out.Replies), 1, "replies to an UpdateData")
+	eq(t, out.Replies[0], Reply{To: 3, Value: nil}, "the reply")
+	out = s.handle(&UpdateData{Client: "c1", WhoHas: map[protocol.Key][]string{k("y"): {addr("w1")}},
+		NBytes: map[protocol.Key]int64{k("y"): 8}})
+	eq(t, len(out.Replies), 0, "replies without a reply slot")
+	out = s.handle(&ShuffleGet{ShuffleID: "nope", Worker: addr("w1"), ReplyTo: 4})
+	eq(t, len(out.Replies), 1, "replies to a shuffle_get of an unknown shuffle")
+	if out.Replies[0].Value == nil {
+		t.Fatal("a shuffle_get of an unknown shuffle was answered None, not its error")
+	}
 }
 
 func TestFireAndForgetReleasesWhenDone(t *testing.T) {

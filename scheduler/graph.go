@@ -57,7 +57,7 @@ func (s *State) drainHeld(client string) {
 		s.held[client] = s.held[client][1:]
 		b := st.base()
 		s.now, s.stimulusID = b.At, b.ID
-		s.dispatch(st)
+		s.apply(st)
 	}
 	if len(s.held[client]) == 0 {
 		delete(s.held, client)

@@ -167,3 +167,13 @@ func (o *Outbox) ToClient(id string, msg *protocol.Map) {
 	}
 	o.Clients[id] = append(o.Clients[id], msg)
 }
+
+// answers reports whether the outbox already answers the RPC id.
+func (o *Outbox) answers(id int64) bool {
+	for _, r := range o.Replies {
+		if r.To == id {
+			return true
+		}
+	}
+	return false
+}

@@ -399,3 +399,17 @@ func (s *State) handleShuffleRestrictTask(x *ShuffleRestrictTask) {
 	}
 	s.reply(x.ReplyTo, protocol.NewMap("status", "OK"))
 }
+
+// shuffleParked reports whether the RPC id waits for a run the helper is
+// building (its waiters are answered by ShuffleRunCreated). Only active
+// runs wait, and few shuffles are active at once.
+func (s *State) shuffleParked(id int64) bool {
+	for _, r := range s.shuffles.active {
+		for _, w := range r.waiters {
+			if w.to == id {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -11,8 +11,8 @@ import (
 
 // State is the scheduler engine: distributed's SchedulerState as a pure
 // state machine. Handle is its only mutator; every other method is a
-// read-only accessor. It is not safe for concurrent use: the outer ring owns
-// it from a single goroutine.
+// read-only accessor. It is not safe for concurrent use: the outer ring
+// calls it only under its lock (scheduler/server/doc.go).
 type State struct {
 	cfg Config
 
@@ -150,7 +150,7 @@ func (s *State) Handle(st Stimulus) Outbox {
 	// escape to the heap on every call
 	s.outBuf = Outbox{}
 	s.begin(st.base(), &s.outBuf)
-	s.dispatch(st)
+	s.apply(st)
 	s.end()
 	out := s.outBuf
 	s.outBuf = Outbox{}
@@ -194,11 +194,23 @@ func (s *State) sid(prefix string) string {
 	return s.stimulusID
 }
 
-func (s *State) dispatch(st Stimulus) {
+// apply handles st now, or holds it behind its client's graph (to be
+// applied when the graph lands), and answers a Replier it neither answered
+// nor parked (Replier).
+func (s *State) apply(st Stimulus) {
 	if c := heldClient(st); c != "" && s.pending[c] != nil {
 		s.held[c] = append(s.held[c], st)
 		return
 	}
+	s.dispatch(st)
+	if r, ok := st.(Replier); ok {
+		if id := r.ReplyID(); id != 0 && !s.out.answers(id) && !s.Parked(id) {
+			s.reply(id, nil)
+		}
+	}
+}
+
+func (s *State) dispatch(st Stimulus) {
 	switch x := st.(type) {
 	case *AddWorker:
 		s.sid("add-worker")

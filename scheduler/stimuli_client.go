@@ -84,20 +84,19 @@ type HeartbeatClient struct {
 }
 
 // Retry is the retry RPC; the reply is the list of keys retried.
+// Client._retry sets every named future back to pending when it reads the
+// reply, so no key-in-memory of theirs may reach the client before it: the
+// outer ring holds the client's stream until the reply is written (the
+// ordering rule of scheduler/server/doc.go).
 type Retry struct {
 	Base
 	Client  string
 	Keys    []protocol.Key
 	ReplyTo int64
-	// ReplyOnly answers with the keys a retry would touch and changes
-	// nothing. The outer ring writes that answer itself and then sends the
-	// Retry without it: Client._retry sets every named future back to
-	// pending when it reads the answer, so a key-in-memory for one of them
-	// must not reach the client first. distributed's ordering gives that
-	// (the RPC reply is written before the batched streams flush the
-	// compute-tasks); a reply handed to another goroutine does not.
-	ReplyOnly bool
 }
+
+// ReplyID implements Replier.
+func (x *Retry) ReplyID() int64 { return x.ReplyTo }
 
 // UpdateData registers data that now lives on workers: scatter through the
 // scheduler (after the outer ring's update_data RPCs) or the update_data RPC
@@ -109,6 +108,9 @@ type UpdateData struct {
 	NBytes  map[protocol.Key]int64
 	ReplyTo int64
 }
+
+// ReplyID implements Replier.
+func (x *UpdateData) ReplyID() int64 { return x.ReplyTo }
 
 // LogEvent is the log_event RPC, or log-event from a worker's stream
 // (Scheduler.log_worker_event: a dict msg gets "worker" unless the topic

@@ -45,3 +45,16 @@ type ShuffleRestrictTask struct {
 	Worker    string
 	ReplyTo   int64
 }
+
+// ReplyID implements Replier. A shuffle RPC whose run the helper is still
+// building is parked in the run's waiters (shuffleParked).
+func (x *ShuffleGetOrCreate) ReplyID() int64 { return x.ReplyTo }
+
+// ReplyID implements Replier.
+func (x *ShuffleGet) ReplyID() int64 { return x.ReplyTo }
+
+// ReplyID implements Replier.
+func (x *ShuffleBarrier) ReplyID() int64 { return x.ReplyTo }
+
+// ReplyID implements Replier.
+func (x *ShuffleRestrictTask) ReplyID() int64 { return x.ReplyTo }

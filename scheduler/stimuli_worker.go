@@ -68,6 +68,9 @@ type WorkerHeartbeat struct {
 	ReplyTo      int64
 }
 
+// ReplyID implements Replier.
+func (x *WorkerHeartbeat) ReplyID() int64 { return x.ReplyTo }
+
 // TaskFinished is task-finished from a worker.
 type TaskFinished struct {
 	Base

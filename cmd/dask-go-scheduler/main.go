@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/rs/zerolog/diode"
 	"github.com/spf13/pflag"
 
 	"daskgo/compat"
@@ -117,7 +118,9 @@ func run(o options) error {
 	if err != nil {
 		return fmt.Errorf("--log-level: %w", err)
 	}
-	log := zerolog.New(os.Stderr).Level(level).With().Timestamp().Logger()
+	sink := logSink()
+	defer sink.Close() // after shutdown: writes what is still buffered
+	log := zerolog.New(sink).Level(level).With().Timestamp().Logger()
 	settings, err := compat.LoadSchedulerSettings(compat.ConfigSources{File: o.configFile})
 	if err != nil {
 		return fmt.Errorf("invalid configuration: %w", err)
@@ -185,6 +188,29 @@ func run(o options) error {
 	shutdown(srv, log)
 	return nil
 }
+
+// logSink is the log's writer: stderr behind a lock-free buffer that never
+// blocks the goroutine that logs (zerolog's diode). A parent process that
+// stops reading our stderr (a full pipe) must not stall whoever logs, and
+// the engine's lock holder logs (scheduler/server/doc.go). Lines that find
+// the buffer full are dropped and counted; a writer goroutine polls the
+// buffer every logPoll.
+func logSink() diode.Writer {
+	return diode.NewWriter(stderrWriter{}, logBuffer, logPoll, func(missed int) {
+		fmt.Fprintf(os.Stderr, "dask-go-scheduler: %d log lines dropped: stderr is not read fast enough\n", missed)
+	})
+}
+
+const (
+	logBuffer = 10000                 // lines
+	logPoll   = 25 * time.Millisecond // a line waits at most this long
+)
+
+// stderrWriter is os.Stderr without its Close, which diode.Writer.Close
+// would call.
+type stderrWriter struct{}
+
+func (stderrWriter) Write(p []byte) (int, error) { return os.Stderr.Write(p) }
 
 func shutdown(srv *server.Server, log zerolog.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -6,7 +6,8 @@ import (
 )
 
 // runtimeDefaults sets the Go runtime for a scheduler's load: many small
-// messages on a few dozen connections, one goroutine owning the engine.
+// messages on a few dozen connections, the engine entered by one goroutine
+// at a time (scheduler/server/doc.go).
 // GOMAXPROCS and GOGC in the environment still win.
 //
 // GOMAXPROCS 1: with a second P every goroutine handoff (stream reader ->
@@ -15,8 +16,8 @@ import (
 // (dask-go-zero-worker --task-duration 2ms) that cost about a quarter of the
 // scheduler's CPU (138 vs 202 µs per task, medians of 3, raw socket I/O in
 // both; before raw I/O, futex calls fell from 10.9k to 4.5k per 5 s with
-// one P). The engine is one goroutine anyway, as the Python scheduler is one
-// thread.
+// one P). The engine runs on one goroutine at a time anyway, as the Python
+// scheduler runs on one thread.
 //
 // GOGC stays at Go's 100. It used to be 400 (less GC on zero-worker runs),
 // but on the 200k-task tree the Go process used the same CPU either way

@@ -14,44 +14,53 @@ import (
 
 // handlers is the RPC table (Scheduler.__init__'s self.handlers): the
 // implemented handlers, and for every op marked unsupported in Ops
-// (ops.go) one that fails with a message naming the feature and why.
+// (ops.go) one that fails with a message naming the feature and why. The
+// ops of rawHandlers are not in it: each op is registered once.
 func (s *Server) handlers() map[string]comm.Handler {
 	h := s.implementedHandlers()
+	raw := s.rawHandlers()
 	for _, op := range Ops {
-		if op.Kind == "rpc" && op.Status == StatusUnsupported && h[op.Op] == nil {
+		if op.Kind == "rpc" && op.Status == StatusUnsupported && h[op.Op] == nil && raw[op.Op] == nil {
 			h[op.Op] = unsupported(op)
 		}
 	}
 	return h
 }
 
+// rawHandlers serve ops read from the undecoded request where it is a
+// plain one-frame dict (comm.Server.LazyHandlers): the op that arrives
+// from every worker every heartbeat interval. Each also serves its op's
+// requests that came decoded.
+func (s *Server) rawHandlers() map[string]comm.Handler {
+	return map[string]comm.Handler{"heartbeat_worker": s.heartbeatWorker}
+}
+
 // implementedHandlers are the RPC ops with a real handler. TestOpsTable
 // checks that no op Ops marks unsupported is among them.
 func (s *Server) implementedHandlers() map[string]comm.Handler {
 	h := map[string]comm.Handler{
-		"identity":         s.identity,
-		"echo":             comm.Echo,
-		"register-client":  s.registerClient,
-		"register-worker":  s.registerWorker,
-		"register_nanny":   s.registerNanny,
-		"heartbeat_worker": s.heartbeatWorker,
-		"unregister":       s.unregister,
-		"gather":           s.gather,
-		"scatter":          s.scatter,
-		"update_data":      s.updateData,
-		"who_has":          s.whoHas,
-		"has_what":         s.hasWhat,
-		"ncores":           s.ncores(false),
-		"ncores_running":   s.ncores(true),
-		"processing":       s.processing,
-		"retry":            s.retry,
-		"versions":         s.versions,
-		"broadcast":        s.broadcast,
-		"proxy":            s.proxy,
-		"terminate":        s.terminate,
-		"restart":          s.restart,
-		"add_keys":         s.addKeysRPC,
-		"get_story":        s.getStory,
+		"identity":        s.identity,
+		"echo":            comm.Echo,
+		"register-client": s.registerClient,
+		"register-worker": s.registerWorker,
+		"register_nanny":  s.registerNanny,
+		"unregister":      s.unregister,
+		"gather":          s.gather,
+		"scatter":         s.scatter,
+		"update_data":     s.updateData,
+		"who_has":         s.whoHas,
+		"has_what":        s.hasWhat,
+		"ncores":          s.ncores(false),
+		"ncores_running":  s.ncores(true),
+		"processing":      s.processing,
+		"retry":           s.retry,
+		"versions":        s.versions,
+		"broadcast":       s.broadcast,
+		"proxy":           s.proxy,
+		"terminate":       s.terminate,
+		"restart":         s.restart,
+		"add_keys":        s.addKeysRPC,
+		"get_story":       s.getStory,
 
 		"adaptive_target":         s.adaptiveTarget,
 		"workers_to_close":        s.workersToClose,
@@ -108,7 +117,17 @@ func (s *Server) identity(ctx context.Context, req *comm.Request) (any, error) {
 	return out, nil
 }
 
+// heartbeatWorker is Scheduler.heartbeat_worker, read from the undecoded
+// request (heartbeatFast) and answered from the goroutine that read it;
+// a request that came decoded, or holds what heartbeatFast does not
+// expect, is read field by field, which names a bad field.
 func (s *Server) heartbeatWorker(ctx context.Context, req *comm.Request) (any, error) {
+	if hb, ok := heartbeatFast(req.Raw); ok {
+		return s.answerHeartbeat(ctx, hb)
+	}
+	if err := req.DecodeArgs(); err != nil {
+		return nil, err
+	}
 	f := &fields{op: req.Op, m: req.Args}
 	addr := f.str("address")
 	metrics := f.mapOf("metrics")
@@ -121,20 +140,6 @@ func (s *Server) heartbeatWorker(ctx context.Context, req *comm.Request) (any, e
 	if metrics != nil {
 		hb.Metrics = metrics
 		hb.Bandwidth, hb.HasBandwidth = toFloat(lookupPath(metrics, "bandwidth", "total"))
-	}
-	return s.answerHeartbeat(ctx, hb)
-}
-
-// heartbeatWorkerLazy is heartbeat_worker read from the undecoded request
-// (heartbeatFast), answered from the goroutine that read it; anything it
-// does not expect goes to heartbeatWorker, which names the bad field.
-func (s *Server) heartbeatWorkerLazy(ctx context.Context, req *comm.Request) (any, error) {
-	hb, ok := heartbeatFast(req.Raw)
-	if !ok {
-		if err := req.DecodeArgs(); err != nil {
-			return nil, err
-		}
-		return s.heartbeatWorker(ctx, req)
 	}
 	return s.answerHeartbeat(ctx, hb)
 }
@@ -216,29 +221,32 @@ func (s *Server) ncores(runningOnly bool) comm.Handler {
 	}
 }
 
-// retry answers Scheduler.stimulus_retry's keys before any task is sent
-// back to a worker (scheduler.Retry.ReplyOnly): the reply is written here,
-// then the retry itself goes to the loop.
+// retry is Scheduler.stimulus_retry. Client._retry sets each future named
+// in the reply back to pending when it reads it, so the reply must reach
+// the client before any key-in-memory of theirs: the client's stream is
+// held from before the Retry applies until the reply is written (doc.go's
+// ordering rule).
 func (s *Server) retry(ctx context.Context, req *comm.Request) (any, error) {
 	keys, err := protocol.KeysOf(req.Args.Get("keys"))
 	if err != nil {
 		return nil, fmt.Errorf("retry: %w", err)
 	}
 	client, _ := req.Args.Get("client").(string)
+	if b := s.clientStream(client); b != nil {
+		b.Hold()
+		defer b.Release()
+	}
 	order, err := s.loop.call(ctx, func(id int64) scheduler.Stimulus {
-		return &scheduler.Retry{Base: s.base("retry"), Client: client, Keys: keys, ReplyTo: id, ReplyOnly: true}
+		return &scheduler.Retry{Base: s.base("retry"), Client: client, Keys: keys, ReplyTo: id}
 	})
 	if err != nil {
 		return nil, err
 	}
 	req.SkipReply()
-	var werr error
 	if req.Reply {
-		werr = req.Conn.Write(order)
-	}
-	s.loop.submit(&scheduler.Retry{Base: s.base("retry"), Client: client, Keys: keys})
-	if werr != nil {
-		return nil, fmt.Errorf("retry: writing the reply: %w", werr)
+		if err := req.Conn.Write(order); err != nil {
+			return nil, fmt.Errorf("retry: writing the reply: %w", err)
+		}
 	}
 	return nil, nil
 }

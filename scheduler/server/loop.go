@@ -12,23 +12,26 @@ import (
 	"daskgo/scheduler"
 )
 
-// loop owns the engine. Whoever holds mu may call it: the loop goroutine,
-// for events (RPC stimuli, ticks, helper results, queries), and a stream's
-// reader, for the batch it has just read (handleBatch), so that a worker's
-// task-finished gets its compute-task back from the goroutine that read it,
-// with no goroutine hand-off per message. Sending the outbox queues on
-// BatchedSends and flushes them once per event or batch; a flush writes
-// only what the socket takes at once and leaves the rest to the stream's
-// writer, so the engine's holder never waits for a peer.
+// loop is the engine's lock and the queue in front of it. Who may hold
+// the lock, what a holder may do, and in what order stimuli apply: the
+// rule in doc.go ("The engine's lock").
 type loop struct {
-	srv    *Server
-	state  *scheduler.State
-	events chan event
+	srv   *Server
+	state *scheduler.State
 
 	mu    sync.Mutex          // the engine, and dirty
 	dirty []*comm.BatchedSend // streams queued to since the last flush
 
-	replyMu sync.Mutex // guards replies: RPC handlers register slots, the loop delivers to them
+	// events holds stimuli and queries for the lock's next holder, in the
+	// order they were queued. Only a holder of mu receives from it, and
+	// every holder first applies what is queued, so nothing overtakes an
+	// event queued before its holder took the lock. Bounded: a full queue
+	// makes the goroutine that queues wait (back-pressure on RPC handlers
+	// and tickers), never a holder of mu.
+	events chan event
+	wake   chan struct{} // capacity 1: the loop goroutine's "the queue may hold events"
+
+	replyMu sync.Mutex // guards replies: RPC handlers register slots, holders deliver to them
 	replies map[int64]chan any
 	nextID  atomic.Int64
 }
@@ -39,45 +42,62 @@ type event struct {
 	done  chan struct{}
 }
 
+// queueLength bounds loop.events.
+const queueLength = 4096
+
 func newLoop(srv *Server, st *scheduler.State) *loop {
-	return &loop{srv: srv, state: st, events: make(chan event, 4096), replies: map[int64]chan any{}}
+	return &loop{srv: srv, state: st, events: make(chan event, queueLength), wake: make(chan struct{}, 1),
+		replies: map[int64]chan any{}}
 }
 
+// run is the loop goroutine, the door for queued events that no stream
+// reader or RPC goroutine takes in first.
 func (l *loop) run() {
 	for {
 		select {
 		case <-l.srv.ctx.Done():
 			return
-		case ev := <-l.events:
-			l.mu.Lock()
+		case <-l.wake:
+			l.enter(nil)
+		}
+	}
+}
+
+// handleBatch runs a stream batch's stimuli through the engine on the
+// calling goroutine (the stream's reader), after what was queued before
+// it, then writes what they produced. After shutdown it drops them.
+func (l *loop) handleBatch(batch []scheduler.Stimulus) { l.enter(batch) }
+
+// enter takes the engine's lock, applies the queued events in order, then
+// own, flushes the streams they queued to, and lets go. It is the one way
+// in: doc.go's rule is kept here.
+func (l *loop) enter(own []scheduler.Stimulus) {
+	var dones []chan struct{}
+	l.mu.Lock()
+	if l.srv.ctx.Err() == nil {
+		// only what is queued now: a holder never serves a stream that
+		// keeps filling while it holds the lock
+		for n := len(l.events); n > 0; n-- {
+			ev := <-l.events
 			if ev.stim != nil {
 				l.handle(ev.stim)
 			}
 			if ev.query != nil {
 				ev.query(l.state)
 			}
-			l.flush()
-			l.mu.Unlock()
 			if ev.done != nil {
-				close(ev.done)
+				dones = append(dones, ev.done)
 			}
 		}
+		for _, st := range own {
+			l.handle(st)
+		}
+		l.flush()
 	}
-}
-
-// handleBatch runs a stream batch's stimuli through the engine on the
-// calling goroutine (the stream's reader), in order, then writes what they
-// produced. After shutdown it drops them, as a full events channel would.
-func (l *loop) handleBatch(batch []scheduler.Stimulus) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.srv.ctx.Err() != nil {
-		return
+	l.mu.Unlock()
+	for _, d := range dones {
+		close(d)
 	}
-	for _, st := range batch {
-		l.handle(st)
-	}
-	l.flush()
 }
 
 // flush writes every stream the last event or batch queued to: one write
@@ -110,10 +130,10 @@ func (l *loop) queue(b *comm.BatchedSend, msgs []*protocol.Map) {
 	l.dirty = append(l.dirty, b)
 }
 
-// handle runs one stimulus through the engine and sends what it returns.
-// Sending may produce stimuli of its own (a helper that cannot take a
-// graph fails it); they are handled after, in order, never from inside
-// dispatch: the engine is entered once at a time.
+// handle runs one stimulus through the engine and sends what it returns
+// (every RPC's answer among it: scheduler.Replier). Sending may produce
+// stimuli of its own (a helper that cannot take a graph fails it); they are
+// handled after, in order, never from inside dispatch.
 func (l *loop) handle(st scheduler.Stimulus) {
 	// pending holds what sending produced (rare): nil, not a slice made per
 	// stimulus, until then
@@ -130,9 +150,6 @@ func (l *loop) handle(st scheduler.Stimulus) {
 		l.srv.noteMembership(l.state, &out)
 		if tick, ok := st.(*scheduler.Tick); ok {
 			l.onTick(tick)
-		}
-		if to := replyTo(st); to != 0 && !answered(&out, to) && !l.state.Parked(to) {
-			l.deliver(to, nil)
 		}
 		// The streams copied the message pointers: the engine may reuse the
 		// outbox's maps and slices (about 3 allocations per task less).
@@ -227,12 +244,26 @@ func (l *loop) logEntry(e scheduler.LogEntry) {
 	ev.Msg(e.Msg)
 }
 
-// submit queues a stimulus without waiting for it.
+// submit queues a stimulus without waiting for it to apply. An RPC
+// handler that replies after it must wait instead (submitWait, call): the
+// ordering rule in doc.go.
 func (l *loop) submit(st scheduler.Stimulus) {
+	l.push(event{stim: st})
+}
+
+// push queues ev for the lock's next holder and wakes the loop goroutine
+// in case no other holder comes first. After shutdown it drops ev.
+func (l *loop) push(ev event) bool {
 	select {
-	case l.events <- event{stim: st}:
+	case l.events <- ev:
 	case <-l.srv.ctx.Done():
+		return false
 	}
+	select {
+	case l.wake <- struct{}{}:
+	default: // a wake-up is pending; it drains this event too
+	}
+	return true
 }
 
 // submitWait queues a stimulus and waits until the engine has handled it.
@@ -240,18 +271,15 @@ func (l *loop) submitWait(ctx context.Context, st scheduler.Stimulus) error {
 	return l.await(ctx, event{stim: st, done: make(chan struct{})})
 }
 
-// query runs fn on the engine goroutine and waits for it.
+// query runs fn under the engine's lock and waits for it. fn may read the
+// engine and copy out what it needs; what it may keep: doc.go.
 func (l *loop) query(ctx context.Context, fn func(*scheduler.State)) error {
 	return l.await(ctx, event{query: fn, done: make(chan struct{})})
 }
 
-// await queues ev and waits for the loop to close ev.done.
+// await queues ev and waits until a holder has applied it.
 func (l *loop) await(ctx context.Context, ev event) error {
-	select {
-	case l.events <- ev:
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-l.srv.ctx.Done():
+	if !l.push(ev) {
 		return errShuttingDown
 	}
 	select {
@@ -264,31 +292,28 @@ func (l *loop) await(ctx context.Context, ev event) error {
 	}
 }
 
-// call runs a stimulus that answers an RPC (it carries ReplyTo) and returns
-// the engine's reply.
+// call runs a stimulus that answers an RPC (a scheduler.Replier) and
+// returns the engine's reply.
 func (l *loop) call(ctx context.Context, mk func(replyTo int64) scheduler.Stimulus) (any, error) {
 	id, ch := l.register()
 	defer l.unregister(id)
 	l.submit(mk(id))
-	select {
-	case v := <-ch:
-		return v, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-l.srv.ctx.Done():
-		return nil, errShuttingDown
-	}
+	return l.reply(ctx, ch)
 }
 
-// callNow is call run on the calling goroutine, under the engine lock, as
-// handleBatch runs a stream's batch: an RPC answered where nothing else
-// waits (heartbeat_worker, about 170 a second at 1,000 workers) costs no
-// hand-off to the loop goroutine and back. A reply the engine
-// parks (Parked) is awaited as call awaits it.
+// callNow is call entered on the calling goroutine, as a stream's reader
+// enters for its batch: an RPC answered where nothing else waits
+// (heartbeat_worker, about 170 a second at 1,000 workers) costs no
+// hand-off to the loop goroutine and back. A reply the engine parks is
+// awaited as call awaits it.
 func (l *loop) callNow(ctx context.Context, mk func(replyTo int64) scheduler.Stimulus) (any, error) {
 	id, ch := l.register()
 	defer l.unregister(id)
-	l.handleBatch([]scheduler.Stimulus{mk(id)}) // after shutdown it drops it: the select says so
+	l.enter([]scheduler.Stimulus{mk(id)}) // after shutdown it drops it: reply says so
+	return l.reply(ctx, ch)
+}
+
+func (l *loop) reply(ctx context.Context, ch chan any) (any, error) {
 	select {
 	case v := <-ch:
 		return v, nil
@@ -325,28 +350,4 @@ func (l *loop) deliver(to int64, v any) {
 		default:
 		}
 	}
-}
-
-func replyTo(st scheduler.Stimulus) int64 {
-	if c, ok := st.(interface{ ReplyID() int64 }); ok {
-		return c.ReplyID()
-	}
-	switch x := st.(type) {
-	case *scheduler.WorkerHeartbeat:
-		return x.ReplyTo
-	case *scheduler.Retry:
-		return x.ReplyTo
-	case *scheduler.UpdateData:
-		return x.ReplyTo
-	}
-	return 0
-}
-
-func answered(out *scheduler.Outbox, to int64) bool {
-	for _, r := range out.Replies {
-		if r.To == to {
-			return true
-		}
-	}
-	return false
 }

@@ -59,7 +59,7 @@ type counters struct {
 	tickMaxNanos                 atomic.Int64 // since the last scrape
 }
 
-// noteMembership runs on the loop after each stimulus: it tells the
+// noteMembership runs under the engine's lock after each stimulus: it tells the
 // subscribers (["add", {"workers": {address: identity}}] without metrics
 // and last_seen, ["remove", address]) and counts.
 func (s *Server) noteMembership(st *scheduler.State, out *scheduler.Outbox) {

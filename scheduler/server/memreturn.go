@@ -19,7 +19,7 @@ import (
 const bigGraphTasks = 50_000
 
 // memoryReturner runs debug.FreeOSMemory (a full collection, then every
-// free page back to the OS) off the engine goroutine, at most one at a
+// free page back to the OS) off the engine's lock, at most one at a
 // time: kicks that arrive while one runs fold into the next. It is kicked
 // after a big graph is applied and after the scheduler has forgotten as
 // many tasks (a cancelled or released graph): in both cases the heap has
@@ -32,7 +32,7 @@ const bigGraphTasks = 50_000
 type memoryReturner struct {
 	kick chan struct{} // capacity 1
 	// high is the most tasks the engine held since the last kick for
-	// forgotten tasks; only the engine goroutine (noteStimulus) touches it.
+	// forgotten tasks; only a holder of the engine's lock (noteStimulus) touches it (doc.go).
 	high int
 	// busy: a stimulus other than the clock and heartbeats came since the
 	// last return; lastBusy is when (UnixNano).
@@ -49,7 +49,7 @@ func newMemoryReturner(clock Clock) *memoryReturner {
 	return &memoryReturner{kick: make(chan struct{}, 1), clock: clock}
 }
 
-// noteStimulus runs on the engine goroutine after each stimulus, with the
+// noteStimulus runs under the engine's lock after each stimulus, with the
 // number of tasks the engine holds after it: it kicks the returner once a
 // big graph has been applied, or once bigGraphTasks tasks have been
 // forgotten since the high-water mark.

@@ -18,6 +18,12 @@ var update = flag.Bool("update", false, "rewrite the op table of scheduler/serve
 func TestOpsTable(t *testing.T) {
 	s := &Server{}
 	h, real := s.handlers(), s.implementedHandlers()
+	for op, raw := range s.rawHandlers() {
+		if h[op] != nil {
+			t.Errorf("%s is registered twice: among the handlers and the raw handlers", op)
+		}
+		h[op], real[op] = raw, raw
+	}
 	seen := map[string]bool{}
 	for _, op := range Ops {
 		id := op.Kind + ":" + op.Op

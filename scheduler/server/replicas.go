@@ -199,8 +199,8 @@ func (s *Server) deleteOnWorkers(ctx context.Context, del map[string][]protocol.
 				s.log.Warn().Err(err).Str("worker", w).Msg("communication with worker failed during replication")
 				return
 			}
-			for _, k := range keys {
-				s.loop.submit(&scheduler.ReleaseWorkerData{Base: s.base("delete-data"), Worker: w, Key: k})
+			for _, k := range keys { // applied before the handler answers
+				_ = s.loop.submitWait(context.WithoutCancel(ctx), &scheduler.ReleaseWorkerData{Base: s.base("delete-data"), Worker: w, Key: k})
 			}
 		}()
 	}

@@ -50,7 +50,9 @@ func (s *Server) restart(ctx context.Context, req *comm.Request) (any, error) {
 	nannies := map[string]string{}
 	for w, nanny := range old {
 		if nanny == "" {
-			s.loop.submit(&scheduler.RemoveWorker{Base: s.base("restart-no-nanny"), Worker: w, Close: true, Reason: stimulusID})
+			if err := s.loop.submitWait(ctx, &scheduler.RemoveWorker{Base: s.base("restart-no-nanny"), Worker: w, Close: true, Reason: stimulusID}); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		nannies[w] = nanny
@@ -90,14 +92,14 @@ func (s *Server) killViaNannies(ctx context.Context, nannies map[string]string, 
 		}()
 	}
 	wg.Wait()
-	for _, w := range failed {
-		s.loop.submit(&scheduler.RemoveWorker{Base: s.base("restart-kill-failed"), Worker: w, Close: true, Reason: reason})
+	for _, w := range failed { // applied before the caller answers, even if it has gone
+		_ = s.loop.submitWait(context.WithoutCancel(ctx), &scheduler.RemoveWorker{Base: s.base("restart-kill-failed"), Worker: w, Close: true, Reason: reason})
 	}
 	return failed
 }
 
 // restartSilentWorkers carries out the engine's RestartViaNanny (worker-ttl)
-// off the engine goroutine: distributed awaits restart_workers(timeout=30)
+// on a goroutine of the server's, off the engine's lock: distributed awaits restart_workers(timeout=30)
 // inside check_worker_ttl.
 func (s *Server) restartSilentWorkers(reqs []scheduler.NannyRestart) {
 	nannies := map[string]string{}

@@ -64,7 +64,7 @@ func (s *Server) retire(ctx context.Context, names, workers any, closeWorkers, r
 	ok, err := s.replicateOffRetiring(ctx, addrs, sid)
 	if err != nil || !ok {
 		for _, a := range addrs { // abort: back to the previous status
-			s.setWorkerStatus(a, prev[a], sid)
+			s.setWorkerStatus(ctx, a, prev[a], sid)
 		}
 		if err != nil {
 			return nil, err
@@ -132,7 +132,7 @@ func (s *Server) startRetiring(ctx context.Context, names, workers any, sid stri
 		return nil, nil, nil, err
 	}
 	for _, a := range addrs {
-		s.setWorkerStatus(a, "closing_gracefully", sid)
+		s.setWorkerStatus(ctx, a, "closing_gracefully", sid)
 	}
 	return addrs, prev, info, nil
 }
@@ -150,11 +150,13 @@ func anyList(v any) []any {
 	}
 }
 
-// setWorkerStatus changes the status on both sides at once, as
-// retire_workers does (handle_worker_status_change, then
-// worker-status-change on the worker's stream).
-func (s *Server) setWorkerStatus(addr, status, sid string) {
-	s.loop.submit(&scheduler.WorkerStatusChange{Base: s.base(sid), Worker: addr, Status: status})
+// setWorkerStatus changes the status on both sides, as retire_workers
+// does (handle_worker_status_change, then worker-status-change on the
+// worker's stream). The change applies before the handler goes on (doc.go's
+// ordering rule), also when the caller has gone: an aborted retirement
+// must still put its workers back.
+func (s *Server) setWorkerStatus(ctx context.Context, addr, status, sid string) {
+	_ = s.loop.submitWait(context.WithoutCancel(ctx), &scheduler.WorkerStatusChange{Base: s.base(sid), Worker: addr, Status: status})
 	if b := s.workerStream(addr); b != nil {
 		_ = b.Send(protocol.NewMap("op", "worker-status-change", "status", status, "stimulus_id", sid))
 	}

@@ -112,6 +112,10 @@ type Server struct {
 	counters   counters
 	snap       snapshots // the engine's view for the HTTP routes (web.go)
 	idleOnce   sync.Once // the idle timeout's shutdown
+	// drain is how long a stream the scheduler drops may take to write
+	// what it queued before its connection is closed (streamDrain; tests
+	// lengthen it).
+	drain time.Duration
 }
 
 // Start listens, starts the materializer and the engine loop, and serves.
@@ -134,6 +138,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		rng:      rand.New(rand.NewPCG(uint64(cfg.Clock.Now().UnixNano()), 1)),
 		memory:   newMemoryReturner(cfg.Clock),
 		clock:    cfg.Clock,
+		drain:    streamDrain,
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	trace := messageTrace(s.log)
@@ -166,7 +171,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	ecfg.SchedulerID = "Scheduler-" + newUUID()
 	ecfg.StartedAt = s.started
 	if cfg.Dashboard.Addr != "" {
-		s.web, err = web.Start(web.Config{Addr: cfg.Dashboard.Addr, Prefix: cfg.Dashboard.Prefix, Routes: cfg.Dashboard.Routes, NoPages: cfg.Dashboard.NoPages, TLS: cfg.Dashboard.TLS,
+		s.web, err = web.Listen(web.Config{Addr: cfg.Dashboard.Addr, Prefix: cfg.Dashboard.Prefix, Routes: cfg.Dashboard.Routes, NoPages: cfg.Dashboard.NoPages, TLS: cfg.Dashboard.TLS,
 			Backend: webBackend{s}, Log: s.log, Version: cfg.Dashboard.Version})
 		if err != nil {
 			lis.Close()
@@ -175,6 +180,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 			s.cancel()
 			return nil, err
 		}
+		// served from the end of Start, once the loop exists: a request
+		// before that would find no engine
 		ecfg.Services = protocol.NewMap("dashboard", int64(s.web.Port()))
 		ecfg.DashboardStreamLength = cfg.Dashboard.TaskStreamLength
 		if ecfg.DashboardStreamLength <= 0 {
@@ -184,20 +191,24 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		ecfg.Services = protocol.NewMap()
 	}
 	engine := scheduler.New(ecfg)
+	ec := engine.Config() // read before any goroutine may hold the engine's lock
 	s.loop = newLoop(s, engine)
 
 	s.rpc = &comm.Server{Handlers: s.handlers(), Options: opts, Name: "dask-go-scheduler", Logger: s.log,
-		LazyHandlers: map[string]comm.Handler{"heartbeat_worker": s.heartbeatWorkerLazy}}
+		LazyHandlers: s.rawHandlers()}
 	s.goRun(s.loop.run)
 	s.goRun(func() { s.forwardResults(results) })
 	s.goRun(func() { s.periodic(s.cfg.TickEvery, tickAt) })
-	if ec := engine.Config(); !ec.NoWorkStealing {
+	if !ec.NoWorkStealing {
 		s.goRun(func() { s.periodic(ec.WorkStealingInterval, stealTickAt) })
 	}
-	if ec := engine.Config(); !ec.NoActiveMemoryManager {
+	if !ec.NoActiveMemoryManager {
 		s.goRun(func() { s.periodic(ec.ActiveMemoryManagerInterval, ammTickAt) })
 	}
 	s.goRun(func() { s.memory.run(s) })
+	if s.web != nil {
+		s.web.Serve()
+	}
 	go func() { s.serveErr <- s.rpc.Serve(lis) }()
 	return s, nil
 }
@@ -222,9 +233,6 @@ func (s *Server) DashboardPort() int {
 	return s.web.Port()
 }
 
-// ID is the scheduler's id as identity reports it.
-func (s *Server) ID() string { return s.loop.state.Config().SchedulerID }
-
 // Started is when the scheduler started.
 func (s *Server) Started() time.Time { return s.started }
 
@@ -234,19 +242,35 @@ func (s *Server) Done() <-chan struct{} { return s.ctx.Done() }
 
 // Shutdown tells workers to close (as distributed's Scheduler.close does),
 // closes client streams, stops serving and waits for every goroutine.
+// Streams are taken out under Server.mu and shut outside it, all at once:
+// a peer that stopped reading costs its own drain deadline, not everyone's.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
-	for addr, b := range s.workers {
-		_ = b.Send(protocol.NewMap("op", "close", "reason", "scheduler-close"))
-		_ = b.Close(ctx)
-		delete(s.workers, addr)
-	}
-	for id, b := range s.clients {
-		_ = b.Send(protocol.NewMap("op", "stream-closed"))
-		_ = b.Close(ctx)
-		delete(s.clients, id)
-	}
+	workers, clients := s.workers, s.clients
+	s.workers, s.clients = map[string]*comm.BatchedSend{}, map[string]*comm.BatchedSend{}
 	s.mu.Unlock()
+	var streams []*comm.BatchedSend
+	for _, b := range workers {
+		_ = b.Send(protocol.NewMap("op", "close", "reason", "scheduler-close"))
+		streams = append(streams, b)
+	}
+	for _, b := range clients {
+		_ = b.Send(protocol.NewMap("op", "stream-closed"))
+		streams = append(streams, b)
+	}
+	drain := s.drain
+	if d, ok := ctx.Deadline(); ok {
+		drain = min(drain, time.Until(d))
+	}
+	for _, b := range streams {
+		b.Shut(drain)
+	}
+	for _, b := range streams {
+		select {
+		case <-b.Done():
+		case <-ctx.Done():
+		}
+	}
 	if s.web != nil {
 		_ = s.web.Shutdown(ctx)
 	}

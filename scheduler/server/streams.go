@@ -32,11 +32,12 @@ func (s *Server) registerClient(ctx context.Context, req *comm.Request) (any, er
 		log.Debug().Err(err).Msg("client stream write failed")
 	})
 	s.mu.Lock()
-	if old := s.clients[id]; old != nil {
-		old.Abort()
-	}
+	old := s.clients[id]
 	s.clients[id] = b
 	s.mu.Unlock()
+	if old != nil { // the client reconnected: its old stream goes
+		old.Abort()
+	}
 	if err := s.loop.submitWait(ctx, &scheduler.AddClient{Base: s.base("add-client"), Client: id}); err != nil {
 		b.Abort()
 		return nil, err
@@ -250,18 +251,23 @@ func (s *Server) detach(streams map[string]*comm.BatchedSend, id string, b *comm
 	return true
 }
 
-// dropWorkerStream closes a worker's stream after the engine removed it
-// (worker-ttl): its reader then ends and the removal is a no-op.
+// streamDrain is how long a stream being shut may take to write what it
+// has queued (a worker's close op) before its connection is closed anyway:
+// a worker that stopped reading must not keep its connection.
+const streamDrain = time.Second
+
+// dropWorkerStream shuts a worker's stream after the engine removed it
+// (worker-ttl, restart, unregister): the close op it queued is written by
+// the stream's writer within s.drain, then the connection closes and
+// its reader's removal is a no-op. It never waits, so a holder of the
+// engine's lock may call it (doc.go).
 func (s *Server) dropWorkerStream(addr string) {
 	s.mu.Lock()
 	b := s.workers[addr]
 	delete(s.workers, addr)
 	s.mu.Unlock()
 	if b != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_ = b.Close(ctx)
-		cancel()
-		b.Abort()
+		b.Shut(s.drain)
 	}
 }
 

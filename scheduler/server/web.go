@@ -26,7 +26,7 @@ var _ web.Backend = webBackend{}
 // build: a build costs a WorkerView per worker and a sort (at
 // 1,000 workers the dashboard nobody watches was rebuilt twice a second).
 // A read that finds the snapshot older than two ticks (nobody read for a
-// while) builds one on the loop at once, so a reader never sees a stale
+// while) builds one under the engine's lock at once, so a reader never sees a stale
 // view; an open dashboard page reads every eventPoll and keeps the ticks
 // building. Invariant: cur is nil only before the first build.
 type snapshots struct {
@@ -35,7 +35,7 @@ type snapshots struct {
 	read    atomic.Bool  // a route read cur since it was built
 }
 
-// onTick runs on the loop: rebuild if the last snapshot was read.
+// onTick runs under the engine's lock: rebuild if the last snapshot was read.
 func (p *snapshots) onTick(st *scheduler.State, now time.Time) {
 	if p.read.Swap(false) || p.cur.Load() == nil {
 		p.store(st.Snapshot(), now)

@@ -104,6 +104,18 @@ const (
 
 // Start listens on cfg.Addr and serves in a goroutine owned by the Server.
 func Start(cfg Config) (*Server, error) {
+	s, err := Listen(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.Serve()
+	return s, nil
+}
+
+// Listen binds the address without serving yet: the scheduler learns the
+// port (identity announces it) before its engine exists, and serves once
+// the backend can answer.
+func Listen(cfg Config) (*Server, error) {
 	if cfg.Backend == nil {
 		return nil, errors.New("web: no backend")
 	}
@@ -128,14 +140,18 @@ func Start(cfg Config) (*Server, error) {
 		IdleTimeout:       idleTimeout,
 		ErrorLog:          nil,
 	}
+	return s, nil
+}
+
+// Serve starts serving on a goroutine that Shutdown joins.
+func (s *Server) Serve() {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		if err := s.http.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			cfg.Log.Error().Err(err).Msg("dashboard server stopped")
+		if err := s.http.Serve(s.lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.cfg.Log.Error().Err(err).Msg("dashboard server stopped")
 		}
 	}()
-	return s, nil
 }
 
 // listen binds addr; when its port is taken it takes a free one on the
@@ -176,6 +192,7 @@ func (s *Server) Scheme() string {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.once.Do(func() { close(s.done) })
 	err := s.http.Shutdown(ctx)
+	_ = s.lis.Close() // http.Server closes it only if Serve ran
 	s.wg.Wait()
 	return err
 }
