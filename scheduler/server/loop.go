@@ -74,6 +74,7 @@ func (l *loop) handleBatch(batch []scheduler.Stimulus) { l.enter(batch) }
 func (l *loop) enter(own []scheduler.Stimulus) {
 	var dones []chan struct{}
 	l.mu.Lock()
+	took := l.srv.clock.Now()
 	if l.srv.ctx.Err() == nil {
 		// only what is queued now: a holder never serves a stream that
 		// keeps filling while it holds the lock
@@ -94,6 +95,7 @@ func (l *loop) enter(own []scheduler.Stimulus) {
 		}
 		l.flush()
 	}
+	maxStore(&l.srv.counters.lockHeldMaxNanos, l.srv.clock.Now().Sub(took).Nanoseconds())
 	l.mu.Unlock()
 	for _, d := range dones {
 		close(d)
@@ -167,9 +169,7 @@ func (l *loop) onTick(t *scheduler.Tick) {
 	now := l.srv.clock.Now()
 	c := &l.srv.counters
 	c.ticks.Add(1)
-	if late := now.Sub(t.At).Nanoseconds(); late > c.tickMaxNanos.Load() {
-		c.tickMaxNanos.Store(late)
-	}
+	maxStore(&c.tickMaxNanos, now.Sub(t.At).Nanoseconds())
 	l.srv.snap.onTick(l.state, now)
 	l.srv.checkIdleTimeout(now, l.state.IdleSince())
 }

@@ -57,6 +57,18 @@ type counters struct {
 	workersAdded, workersRemoved atomic.Int64
 	ticks                        atomic.Int64
 	tickMaxNanos                 atomic.Int64 // since the last scrape
+	// lockHeldMaxNanos is the longest the engine's lock was held since the
+	// last scrape: what a holder's wait would show (doc.go's rule).
+	lockHeldMaxNanos atomic.Int64
+}
+
+// maxStore raises m to v if v is larger. Its writers hold the engine's lock
+// and its reader swaps it, so a load then store loses nothing but a race
+// with a scrape, which only resets it.
+func maxStore(m *atomic.Int64, v int64) {
+	if v > m.Load() {
+		m.Store(v)
+	}
 }
 
 // noteMembership runs under the engine's lock after each stimulus: it tells the

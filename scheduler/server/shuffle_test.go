@@ -56,19 +56,14 @@ func (w *fakeWorker) seen() []string {
 // engine loop that knows the given workers.
 func barrierServer(t *testing.T, known ...string) *Server {
 	t.Helper()
-	s := &Server{log: zerolog.Nop(), pool: comm.NewPool(comm.PoolConfig{})}
-	s.ctx, s.cancel = context.WithCancel(context.Background())
-	st := scheduler.New(scheduler.Config{})
+	s := newLoopServer(t, true)
+	s.pool = comm.NewPool(comm.PoolConfig{})
+	t.Cleanup(func() { _ = s.pool.Close() })
+	var adds []scheduler.Stimulus
 	for _, a := range known {
-		st.Handle(&scheduler.AddWorker{Base: scheduler.Base{ID: "add", At: time.Unix(1_700_000_000, 0)}, Address: a, Name: a, NThreads: 1, Status: "running"})
+		adds = append(adds, &scheduler.AddWorker{Base: scheduler.Base{ID: "add", At: time.Unix(1_700_000_000, 0)}, Address: a, Name: a, NThreads: 1, Status: "running"})
 	}
-	s.loop = newLoop(s, st)
-	s.goRun(s.loop.run)
-	t.Cleanup(func() {
-		s.cancel()
-		s.wg.Wait()
-		_ = s.pool.Close()
-	})
+	s.loop.handleBatch(adds)
 	return s
 }
 

@@ -124,6 +124,7 @@ func (b webBackend) Process() web.ProcessFacts {
 		ClientConnectionsAdded: c.clientsAdded.Load(), ClientConnectionsRemoved: c.clientsRemoved.Load(),
 		WorkersAdded: c.workersAdded.Load(), WorkersRemoved: c.workersRemoved.Load(),
 		Ticks: c.ticks.Load(), TickMax: time.Duration(c.tickMaxNanos.Swap(0)),
+		LockHeldMax: time.Duration(c.lockHeldMaxNanos.Swap(0)),
 	}
 	for _, pid := range b.s.mat.PIDs() {
 		f.HelperRSS = append(f.HelperRSS, compat.ProcessRSS(pid))

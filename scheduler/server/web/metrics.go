@@ -60,6 +60,7 @@ var (
 	mLastTime       = newMetric("dask_scheduler_last_time_total", "SystemMonitor last time (here: when the engine last published its snapshot)", prometheus.CounterValue)
 	mTickMax        = newMetric("dask_scheduler_tick_duration_maximum_seconds", "Maximum tick duration observed since Prometheus last scraped metrics", prometheus.GaugeValue)
 	mTicks          = newMetric("dask_scheduler_tick_count_total", "Total number of ticks observed since the server started", prometheus.CounterValue)
+	mLockHeldMax    = newMetric("dask_scheduler_engine_lock_held_maximum_seconds", "Longest the engine's lock was held at once since Prometheus last scraped metrics, ours", prometheus.GaugeValue)
 
 	mSemMax      = newMetric("dask_semaphore_max_leases", "Maximum leases allowed per semaphore\nNote: This will be constant for each semaphore during its lifetime.", prometheus.GaugeValue, "name")
 	mSemActive   = newMetric("dask_semaphore_active_leases", "Amount of currently active leases per semaphore", prometheus.GaugeValue, "name")
@@ -79,7 +80,7 @@ var (
 )
 
 var allMetrics = []metric{mClients, mClientsAdded, mClientsRemoved, mDesired, mWorkers, mWorkersAdded, mWorkersRemoved,
-	mGC, mLastTime, mSuspicious, mForgotten, mTasks, mGroups, mCompute, mTransfer, mOutputBytes, mPrefixTotals, mTickMax, mTicks,
+	mGC, mLastTime, mSuspicious, mForgotten, mTasks, mGroups, mCompute, mTransfer, mOutputBytes, mPrefixTotals, mTickMax, mTicks, mLockHeldMax,
 	mSemMax, mSemActive, mSemPending, mSemAcquire, mSemRelease, mSemAvgWait, mStealCount, mStealCost,
 	mQueued, mCoOwned, mCoRuns, mTasksDone, mHelpers, mHelperRSS, mTransitions}
 
@@ -131,6 +132,7 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	emit(mTickMax, proc.TickMax.Seconds())
 	emit(mTicks, float64(proc.Ticks))
+	emit(mLockHeldMax, proc.LockHeldMax.Seconds())
 	for _, sem := range snap.Semaphores {
 		emit(mSemMax, float64(sem.MaxLeases), sem.Name)
 		emit(mSemActive, float64(sem.Active), sem.Name)

@@ -58,6 +58,9 @@ type ProcessFacts struct {
 	// TickMax is the longest a tick was late (or took) since the last
 	// scrape; the scrape resets it (dask_scheduler_tick_duration_maximum_seconds).
 	TickMax time.Duration
+	// LockHeldMax is the longest the engine's lock was held since the last
+	// scrape; the scrape resets it (dask_scheduler_engine_lock_held_maximum_seconds, ours).
+	LockHeldMax time.Duration
 	// Helpers are the materializer helper processes' RSS, bytes.
 	HelperRSS []int64
 }
