@@ -131,10 +131,20 @@ func (b *BatchedSend) wakeLocked() {
 	}
 }
 
+// inlineMessages bounds the batch Flush writes from its caller: encoding is
+// the caller's time, and the caller holds the engine's lock. A new graph's
+// compute-tasks without withholding come hundreds to a worker at once (on
+// 50 workers with 64 KiB run_specs the engine held its lock 2 s encoding
+// them, every other client waiting); the writer goroutine encodes such a
+// batch while the engine goes on. The per-task exchanges of a running
+// computation are a message or a few.
+const inlineMessages = 16
+
 // Flush writes what Queue appended. With no write in flight on an inline
 // stream it writes from the calling goroutine what the socket takes at
-// once and leaves any rest to the writer goroutine; otherwise it wakes the
-// writer (a write in flight picks the buffer up when it ends).
+// once and leaves any rest to the writer goroutine; otherwise (a write in
+// flight, a batch of more than inlineMessages) it wakes the writer, which
+// picks the buffer up.
 func (b *BatchedSend) Flush() {
 	b.mu.Lock()
 	if len(b.buf) == 0 || b.err != nil {
@@ -145,7 +155,7 @@ func (b *BatchedSend) Flush() {
 		b.mu.Unlock()
 		return // Release flushes
 	}
-	if !b.inline || b.writing || b.stopping {
+	if !b.inline || b.writing || b.stopping || len(b.buf) > inlineMessages {
 		b.wakeLocked()
 		b.mu.Unlock()
 		return
@@ -274,7 +284,7 @@ func (b *BatchedSend) flush() bool {
 	}
 	payload := b.takeLocked()
 	b.mu.Unlock()
-	err := b.conn.Write(payload)
+	err := b.writeBatch(payload)
 	b.recycle(payload)
 	b.mu.Lock()
 	b.writing = false
@@ -284,6 +294,24 @@ func (b *BatchedSend) flush() bool {
 		return false
 	}
 	return true
+}
+
+// encodeGate lets one writer at a time encode a batch of more than
+// inlineMessages. The process runs on one P (cmd/dask-go-scheduler/
+// runtime.go): fifty writers encoding a new graph's compute-tasks at once
+// left the engine's lock holder a fiftieth of the CPU, so that it held the
+// lock for seconds while every client waited. Gated, the engine competes
+// with one encoder at a time. The gate is held for encoding only, never
+// for the socket write: a writer stuck on a stopped peer holds nothing.
+var encodeGate = make(chan struct{}, 1)
+
+// writeBatch writes a batch as one message, encoding it under encodeGate
+// when it is large.
+func (b *BatchedSend) writeBatch(payload []any) error {
+	if len(payload) <= inlineMessages {
+		return b.conn.Write(payload)
+	}
+	return b.conn.WriteGated(payload, encodeGate)
 }
 
 // recycle keeps buf as the spare buffer unless it grew unusually large

@@ -188,13 +188,26 @@ func (c *Conn) readFrames() ([][]byte, error) {
 }
 
 // Write encodes msg with the negotiated compression and writes it.
-func (c *Conn) Write(msg any) error {
+func (c *Conn) Write(msg any) error { return c.write(msg, nil) }
+
+// WriteGated is Write with the encoding done holding gate (a channel of
+// capacity n: at most n encodings at once), let go before the frames go to
+// the socket, so that a slow peer holds no slot.
+func (c *Conn) WriteGated(msg any, gate chan struct{}) error { return c.write(msg, gate) }
+
+func (c *Conn) write(msg any, gate chan struct{}) error {
 	if err := c.ensureHandshake(); err != nil {
 		return err
 	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	if gate != nil {
+		gate <- struct{}{}
+	}
 	frames, err := c.encodeLocked(msg)
+	if gate != nil {
+		<-gate
+	}
 	if err != nil {
 		return err
 	}

@@ -42,7 +42,7 @@ func TestRunSpecRoundTrip(t *testing.T) {
 	t.Log(py("make", dir))
 	m := sharedMaterializer(t)
 	spliced := 0
-	for i, name := range []string{"legacy", "new_style", "array", "annotated"} {
+	for i, name := range []string{"legacy", "new_style", "bulky", "array", "annotated"} {
 		msg, ok := readFramed(t, filepath.Join(dir, name+".bin")).(*protocol.Map)
 		if !ok {
 			t.Fatalf("%s.bin is not an update-graph dict", name)
@@ -53,8 +53,10 @@ func TestRunSpecRoundTrip(t *testing.T) {
 			t.Fatalf("%s: materialize failed: %s\n%s", name, res.Err.ExceptionText, res.Err.TracebackText)
 		}
 		var specs []any
+		own := 0 // spec bytes held per task, the shared table apart
 		for _, task := range res.Tasks {
 			ts := task.RunSpec.(*TaskSpec)
+			own += ts.Size()
 			if ts.table != nil {
 				spliced++
 			}
@@ -66,6 +68,11 @@ func TestRunSpecRoundTrip(t *testing.T) {
 				t.Fatalf("%s %s: payload is not self-contained: %d persistent ids, %v", name, task.Key, refs, err)
 			}
 			specs = append(specs, []any{task.Key.Value(), p})
+		}
+		if name == "bulky" && own > 64<<10 {
+			// 51 tasks share a 64 KiB bytes object: pickled per task they
+			// would hold 3.3 MB; in the table they hold it once, apart
+			t.Errorf("bulky: the tasks' own specs are %d bytes: the shared bytes were pickled into each task", own)
 		}
 		frames, err := protocol.Encode(protocol.NewMap("specs", specs), nil)
 		if err != nil {

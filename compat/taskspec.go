@@ -46,20 +46,31 @@ type TaskSpec struct {
 
 var _ scheduler.RunSpec = (*TaskSpec)(nil)
 
-// Payload implements scheduler.RunSpec.
+// Payload implements scheduler.RunSpec. A spec with persistent ids is
+// spliced when its message is encoded (AppendPickle), by the goroutine that
+// writes it, not by the engine that builds the message.
 func (t *TaskSpec) Payload() *protocol.Blob {
 	if t.table == nil {
 		return protocol.NewPickled(t.spec)
 	}
-	out, err := pickle.Splice(make([]byte, 0, len(t.spec)+t.table.spliceRoom()), t.spec, t.table.objs)
+	return protocol.NewPickledBy(t)
+}
+
+// AppendPickle implements protocol.PickleWriter: the spec with the graph's
+// objects spliced in, appended to dst.
+func (t *TaskSpec) AppendPickle(dst []byte) []byte {
+	if dst == nil {
+		dst = make([]byte, 0, len(t.spec)+t.table.spliceRoom())
+	}
+	out, err := pickle.Splice(dst, t.spec, t.table.objs)
 	if err != nil {
 		// unreachable: graphBuilder.add rejects a spec that Scan finds
 		// malformed, and Splice fails on nothing Scan accepts. Were it
 		// reached, the worker would fail to load the persistent ids and
 		// report the task erred, naming the pickle error.
-		return protocol.NewPickled(t.spec)
+		return append(dst, t.spec...)
 	}
-	return protocol.NewPickled(out)
+	return out
 }
 
 // Size is the bytes the spec holds of its own (the shared table not

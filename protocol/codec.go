@@ -539,7 +539,7 @@ func (b *Blob) goHeader(compression []any) *Map {
 		if compression == nil {
 			compression = make([]any, n)
 		}
-		return NewMap("pickled-obj", b.pickledObj, "compression", compression, "num-sub-frames", n)
+		return NewMap("pickled-obj", b.pickle(), "compression", compression, "num-sub-frames", n)
 	}
 	h := &Map{Entries: slices.Clone(b.goHeaderMap.Entries)}
 	if compression != nil {

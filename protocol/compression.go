@@ -123,7 +123,7 @@ func (b *Blob) PayloadFrames(maxSize int) ([][]byte, error) {
 // PickledObj returns the pickle bytes of a Pickled blob.
 func (b *Blob) PickledObj() ([]byte, error) {
 	if b.Header == nil {
-		return b.pickledObj, nil
+		return b.pickle(), nil
 	}
 	h, err := b.SubHeader()
 	if err != nil {

@@ -1,7 +1,9 @@
 package protocol
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -313,7 +315,12 @@ func (b *Blob) appendGoMade(dst []byte, codec string) ([]byte, [][]byte) {
 	}
 	if b.Pickled && namesOrNil(compression) { // run_specs: written without building a Map
 		dst = appendStr(appendMapLen(dst, 3), "pickled-obj")
-		dst = appendStr(appendBin(dst, b.pickledObj), "compression")
+		if b.pickleBy != nil {
+			dst = appendPickleBy(dst, b.pickleBy)
+		} else {
+			dst = appendBin(dst, b.pickledObj)
+		}
+		dst = appendStr(dst, "compression")
 		dst = appendArrayLen(dst, len(compression))
 		for _, c := range compression {
 			if name, ok := c.(string); ok {
@@ -327,6 +334,29 @@ func (b *Blob) appendGoMade(dst []byte, codec string) ([]byte, [][]byte) {
 	sub := encoder{b: dst} // header values are plain Go types: encoding cannot fail
 	_ = sub.mapValue(b.goHeader(compression), 0)
 	return sub.b, frames
+}
+
+// appendPickleBy appends w's pickle as msgpack bin, written in place: the
+// header is reserved at its largest (bin 32) and, for a pickle that fits a
+// smaller one, the bytes move back over the spare header bytes, so that the
+// encoding is the minimal one msgpack writers (and appendBin) produce.
+func appendPickleBy(dst []byte, w PickleWriter) []byte {
+	mark := len(dst)
+	dst = w.AppendPickle(append(dst, 0xc6, 0, 0, 0, 0))
+	n := len(dst) - mark - 5
+	var hdr []byte
+	switch {
+	case n <= math.MaxUint8:
+		hdr = []byte{0xc4, byte(n)}
+	case n <= math.MaxUint16:
+		hdr = []byte{0xc5, byte(n >> 8), byte(n)}
+	default:
+		binary.BigEndian.PutUint32(dst[mark+1:], uint32(n))
+		return dst
+	}
+	copy(dst[mark:], hdr)
+	copy(dst[mark+len(hdr):], dst[mark+5:])
+	return dst[:mark+len(hdr)+n]
 }
 
 // namesOrNil reports whether a compression list holds only codec names and

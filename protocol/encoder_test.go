@@ -143,3 +143,41 @@ func TestDecodeRefusesBlobAtFrameZero(t *testing.T) {
 		t.Fatal("a blob at frame 0 was accepted")
 	}
 }
+
+// appendWriter is a PickleWriter of fixed bytes.
+type appendWriter []byte
+
+func (w appendWriter) AppendPickle(dst []byte) []byte { return append(dst, w...) }
+
+// A blob whose pickle is written at encoding time encodes to the very
+// frames of one made from the same pickle, at every msgpack bin size.
+func TestPickledByEncodesAsPickled(t *testing.T) {
+	for _, n := range []int{0, 10, 255, 256, 300, 65535, 65536, 70000} {
+		p := make([]byte, n)
+		for i := range p {
+			p[i] = byte(i * 7)
+		}
+		msg := func(b *Blob) *Map { return NewMap("op", "compute-task", "run_spec", b, "key", "x") }
+		want, err := Encode(msg(NewPickled(p)), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var enc Encoder
+		got, err := enc.Encode(msg(NewPickledBy(appendWriter(p))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%d bytes: %d frames, want %d", n, len(got), len(want))
+		}
+		for i := range want {
+			if !bytes.Equal(got[i], want[i]) {
+				t.Fatalf("%d bytes: frame %d differs", n, i)
+			}
+		}
+		obj, err := NewPickledBy(appendWriter(p)).PickledObj()
+		if err != nil || !bytes.Equal(obj, p) {
+			t.Fatalf("%d bytes: PickledObj %v", n, err)
+		}
+	}
+}

@@ -158,15 +158,21 @@ func readRun(r io.Reader, frames [][]byte, sizes []uint64, total int) error {
 	return nil
 }
 
+// readFrame reads a frame of a declared size into a buffer that grows as
+// the bytes arrive: by readGrowth at a time, so that a large frame (a
+// gathered result of 128 MiB) is copied into its next buffer a seventh of
+// its size over all, where doubling copied its whole size again; a peer
+// that declares much and sends little still costs at most readGrowth times
+// what it sent.
 func readFrame(r io.Reader, size int) ([]byte, error) {
-	buf := make([]byte, 0, readChunk)
+	buf := make([]byte, 0, min(size, readChunk))
 	for len(buf) < size {
-		want := min(size-len(buf), readChunk)
-		if cap(buf)-len(buf) < want {
-			grown := make([]byte, len(buf), min(size, 2*cap(buf)+want))
+		if len(buf) == cap(buf) {
+			grown := make([]byte, len(buf), min(size, readGrowth*cap(buf)))
 			copy(grown, buf)
 			buf = grown
 		}
+		want := cap(buf) - len(buf)
 		if _, err := io.ReadFull(r, buf[len(buf):len(buf)+want]); err != nil {
 			return nil, err
 		}
@@ -174,6 +180,9 @@ func readFrame(r io.Reader, size int) ([]byte, error) {
 	}
 	return buf, nil
 }
+
+// readGrowth is readFrame's growth factor.
+const readGrowth = 8
 
 func unexpectedEOF(err error) error {
 	if err == io.EOF {

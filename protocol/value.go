@@ -134,8 +134,10 @@ type Blob struct {
 	Header  []byte
 	Frames  [][]byte
 
-	// pickledObj is the pickle for a Go-made Pickled blob (Header == nil).
+	// pickledObj is the pickle for a Go-made Pickled blob (Header == nil);
+	// pickleBy, when set instead, writes it at encoding time.
 	pickledObj []byte
+	pickleBy   PickleWriter
 	// goHeaderMap is the sub-header of a Go-made Serialized blob, without
 	// "num-sub-frames" (the encoder sets it).
 	goHeaderMap *Map
@@ -147,9 +149,33 @@ func NewPickled(pickle []byte, buffers ...[]byte) *Blob {
 	return &Blob{Pickled: true, pickledObj: pickle, Frames: buffers}
 }
 
+// PickleWriter makes a Pickled blob's pickle when it is encoded, appending
+// it to dst: a run_spec spliced from its spec and its graph's object table
+// (compat.TaskSpec) is built by the goroutine that encodes the message (a
+// stream's writer, off the engine's lock) and straight into the frame that
+// carries it, not copied there from a buffer of its own. It must be safe
+// to call from any goroutine, any number of times.
+type PickleWriter interface {
+	AppendPickle(dst []byte) []byte
+}
+
+// NewPickledBy makes a ToPickle payload whose pickle w writes when the blob
+// is encoded.
+func NewPickledBy(w PickleWriter) *Blob {
+	return &Blob{Pickled: true, pickleBy: w}
+}
+
+// pickle is a Go-made Pickled blob's pickle (made now for a PickleWriter).
+func (b *Blob) pickle() []byte {
+	if b.pickleBy != nil {
+		return b.pickleBy.AppendPickle(nil)
+	}
+	return b.pickledObj
+}
+
 // Size is the number of payload bytes the blob carries (header and frames).
 func (b *Blob) Size() int {
-	n := len(b.Header) + len(b.pickledObj)
+	n := len(b.Header) + len(b.pickle())
 	for _, f := range b.Frames {
 		n += len(f)
 	}

@@ -120,6 +120,7 @@ func run(o options) error {
 	}
 	sink := logSink()
 	defer sink.Close() // after shutdown: writes what is still buffered
+	zerolog.TimeFieldFormat = logTimeFormat
 	log := zerolog.New(sink).Level(level).With().Timestamp().Logger()
 	settings, err := compat.LoadSchedulerSettings(compat.ConfigSources{File: o.configFile})
 	if err != nil {
@@ -200,6 +201,10 @@ func logSink() diode.Writer {
 		fmt.Fprintf(os.Stderr, "dask-go-scheduler: %d log lines dropped: stderr is not read fast enough\n", missed)
 	})
 }
+
+// logTimeFormat stamps log lines to the millisecond, as distributed's
+// logging does: a round trip's stages are milliseconds apart.
+const logTimeFormat = "2006-01-02T15:04:05.000Z07:00"
 
 const (
 	logBuffer = 10000                 // lines

@@ -131,6 +131,29 @@ def new_style_graph():
     return LLGExpr(dsk), ["n3", "n4"]
 
 
+SHARED_BLOB = bytes(range(256)) * 256  # 64 KiB, one object in every task below
+SHARED_ARRAY = np.arange(2048.0)  # 16 KiB
+
+
+def blob_len(blob, i):
+    return len(blob) + i
+
+
+def both(a, b):
+    return (len(a), a is b)
+
+
+def bulky_graph():
+    """Large bytes and arrays shared by many tasks: pickled once into the
+    helper's object table, spliced back into each task's payload."""
+    dsk = {("b", i): (blob_len, SHARED_BLOB, i) for i in range(50)}
+    dsk["arr-sum"] = (np.sum, SHARED_ARRAY)
+    dsk["same-twice"] = (both, SHARED_BLOB, SHARED_BLOB)  # one object twice: the memo keeps it one
+    dsk["own-blob"] = (len, bytes(8192))
+    dsk["small"] = (len, b"tiny")
+    return LLGExpr(dsk), list(dsk)
+
+
 def array_graph():
     x = da.arange(40, chunks=7).reshape(5, 8).rechunk((2, 3))
     y = (x + 1).sum(axis=0) * da.ones(8, chunks=4)
@@ -167,6 +190,7 @@ BIG = {"big": big_graph}
 GRAPHS = {
     "legacy": legacy_graph,
     "new_style": new_style_graph,
+    "bulky": bulky_graph,
     "array": array_graph,
     "annotated": annotated_graph,
 }
