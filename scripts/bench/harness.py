@@ -10,6 +10,7 @@ the same workloads, stock workers and stock Client.
     scripts/bench.sh --workloads latency      # round trips of small computations (scripts/bench/latency.py)
     scripts/bench.sh --workloads dask-tests   # dask's array tests through each scheduler (scripts/bench/dask_tests.py)
     scripts/bench.sh --workloads many-workers # 2 to 1,000 stock workers on one scheduler (scripts/bench/many_workers.py)
+    scripts/bench.sh --workloads faults       # SIGSTOPped workers and clients: another client's round trip (scripts/bench/faults.py)
     scripts/bench.sh --workloads many-connections  # 10,000 fake workers held 10 min (scripts/bench/many_connections.py)
 
 For every (workload, configuration, repetition) it records wall time, the
@@ -42,6 +43,7 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import dask_tests  # noqa: E402
+import faults  # noqa: E402
 import graph_path  # noqa: E402
 import latency  # noqa: E402
 import many_connections  # noqa: E402
@@ -254,6 +256,8 @@ def parse_args(argv=None):
                     help=f"with --workloads stealing: cases of {', '.join(stealing.CASES)}")
     ap.add_argument("--stealing-configs", default=",".join(stealing.DEFAULT_CONFIGS),
                     help=f"with --workloads stealing: configurations of {', '.join(stealing.CONFIGS)}")
+    ap.add_argument("--faults-cases", default=",".join(faults.DEFAULT_CASES),
+                    help=f"with --workloads faults: cases of {', '.join(faults.CASES)}")
     ap.add_argument("--latency-cases", default=",".join(latency.DEFAULT_CASES),
                     help=f"with --workloads latency: cases of {', '.join(latency.CASES)}")
     ap.add_argument("--many-workers-sizes", default=",".join(map(str, many_workers.DEFAULT_SIZES)),
@@ -299,6 +303,7 @@ def parse_args(argv=None):
     args.waiting = pick_cases(ap, args, waiting, "waiting_cases")
     args.stealing = pick_cases(ap, args, stealing, "stealing_cases")
     args.latency = pick_cases(ap, args, latency, "latency_cases")
+    args.faults = pick_cases(ap, args, faults, "faults_cases")
     args.dask_tests = dask_tests.NAME in args.workloads
     args.many_connections = many_connections.NAME in args.workloads
     if args.many_connections:
@@ -397,6 +402,11 @@ def main(argv=None) -> int:
                               on_record=lambda r: latency.write(out, r, machine))
         latency.write(out, lat, machine)
         paths += lat
+    if args.faults:
+        fl = faults.run_all(tmp, args.faults_cases, args.repetitions, args.smoke, timeout=args.timeout,
+                            on_record=lambda r: faults.write(out, r, machine))
+        faults.write(out, fl, machine)
+        paths += fl
     if args.many_workers:
         mw = many_workers.run_all(
             tmp, args.many_workers_sizes, args.repetitions, args.many_workers_idle, args.many_workers_map,

@@ -6,7 +6,9 @@ on a 2-core machine, a thousand Worker objects on a few event loops do.
 
 Starts N workers named NAME_PREFIX-0 .. NAME_PREFIX-(N-1), no nanny, on
 127.0.0.1, prints "ready N" once all have registered, and closes them all on
-SIGTERM or SIGINT. With --go-on-stdin it first prints "imported" and waits
+SIGTERM or SIGINT; it exits by itself once every one of its workers has
+closed on its own (the scheduler closed them), as `dask worker` exits when
+its worker closes. With --go-on-stdin it first prints "imported" and waits
 for a line on stdin before starting any worker: a benchmark times the
 registrations of many hosts from one instant, without their start-up. A worker that fails to start ends the process with its
 error (exit 1); nothing is skipped silently.
@@ -43,7 +45,13 @@ async def main(address: str, n: int, prefix: str, nthreads: int, memory_limit: s
                 workers.extend(batch)
                 await asyncio.gather(*batch)
             print(f"ready {len(workers)}", flush=True)
-            await stop.wait()
+            stopped = asyncio.ensure_future(stop.wait())
+            all_closed = asyncio.ensure_future(asyncio.gather(*(w.finished() for w in workers)))
+            await asyncio.wait([stopped, all_closed], return_when=asyncio.FIRST_COMPLETED)
+            if all_closed.done():
+                print(f"closed {len(workers)}", flush=True)
+            stopped.cancel()
+            all_closed.cancel()
         finally:
             await asyncio.gather(*(w.close(timeout=10) for w in workers), return_exceptions=True)
     return 0
