@@ -383,7 +383,7 @@ func (s *State) coFill() {
 		if ts == nil {
 			return
 		}
-		s.transitionWith(ts, StatusProcessing, &transArgs{placement: Placement{Worker: ws, Reason: why}})
+		s.transitionWith(ts, StatusProcessing, &transArgs{placement: Placement{Worker: ws, Reason: why, ViaQueue: true}})
 		if ts.state == StatusQueued {
 			return // unreachable: the target had a free slot
 		}

@@ -23,11 +23,15 @@ import (
 // is on the hottest path.
 
 // Placement is a placement decision: the worker, or (Worker nil) the state
-// the task waits in, StatusQueued or StatusNoWorker.
+// the task waits in, StatusQueued or StatusNoWorker. ViaQueue marks a task
+// placed by the queuing policy (decide_worker_rootish_queuing_enabled, or
+// co-assignment's runs): work stealing leaves such tasks alone, as
+// distributed's stealing skips tasks queued-then-placed.
 type Placement struct {
-	Worker *WorkerState
-	Wait   Status
-	Reason Reason
+	Worker   *WorkerState
+	Wait     Status
+	Reason   Reason
+	ViaQueue bool
 }
 
 // Rule names the stage that decided a placement.
@@ -184,7 +188,8 @@ func (s *State) placeFreeSlot() Placement {
 	if ws == nil {
 		return Placement{Wait: StatusQueued, Reason: Reason{Rule: RuleQueued, N1: float64(s.queuedLen())}}
 	}
-	return Placement{Worker: ws, Reason: Reason{Rule: RuleFreeSlot, N1: float64(ws.processing.Len()), N2: float64(s.slotLimit(ws))}}
+	return Placement{Worker: ws, Reason: Reason{Rule: RuleFreeSlot, N1: float64(ws.processing.Len()), N2: float64(s.slotLimit(ws))},
+		ViaQueue: true}
 }
 
 // noWorker is a placement that waits in no-worker.

@@ -73,7 +73,7 @@ func (s *State) transitionWaitingProcessing(ts *TaskState, _ *transArgs) {
 func (s *State) assign(ts *TaskState, p Placement) {
 	s.placed = p.Reason
 	s.addToProcessing(ts, p.Worker)
-	if p.Reason.Rule == RuleFreeSlot || p.Reason.Rule == RuleCoFamily || p.Reason.Rule == RuleCoTakenOver {
+	if p.ViaQueue {
 		ts.viaQueuePolicy = true
 	}
 }
