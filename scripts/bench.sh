@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmarks the Go scheduler side by side with the Python scheduler (issue 5):
+# Benchmarks the Go scheduler side by side with the Python scheduler:
 # workloads x configurations on fresh clusters of stock workers, plus the
 # scheduler-overhead runs with the Go zero worker. See scripts/bench/harness.py.
 #

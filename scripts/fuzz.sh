@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fuzzing on demand (issue 17): every Go fuzz target for FUZZ_EXECS
+# Fuzzing on demand: every Go fuzz target for FUZZ_EXECS
 # executions (default 10,000,000), one after the other. The corpus each run
 # grows is copied into the package's testdata/fuzz/<Target>/ (committed: plain
 # `go test` replays it as seeds), and a row per target goes to

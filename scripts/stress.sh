@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The stress suite at full scale (issue 17): soak, worker SIGKILL loop,
+# The stress suite at full scale: soak, worker SIGKILL loop,
 # SIGSTOP past worker-ttl, 100 concurrent clients, a client killed holding
-# futures, the helper killed mid-graph, garbage on the port; and (issue 31)
+# futures, the helper killed mid-graph, garbage on the port, peers that stop
+# reading (SIGSTOPped workers and clients: test_faults.py); and
 # fan-out to 200 workers through a pool of 8 connections, a storm of 1,000
 # stock workers connecting at once then all SIGKILLed while a client
 # computes, and a worker flooding heartbeats. Each case runs
