@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"daskgo/protocol"
 )
 
 // BatchedSend coalesces messages on a stream like distributed's BatchedSend
@@ -58,6 +60,7 @@ type BatchedSend struct {
 
 	mu       sync.Mutex
 	buf      []any
+	bufBytes int   // estimate of buf's size (estimate)
 	spare    []any // the last written buffer, emptied, for reuse
 	writing  bool  // a write is in flight (inline or the writer's)
 	pending  *Pending
@@ -121,6 +124,9 @@ func (b *BatchedSend) appendLocked(msgs []any) error {
 	}
 	b.buf = append(b.buf, msgs...)
 	b.messages += len(msgs)
+	for _, m := range msgs {
+		b.bufBytes += estimate(m)
+	}
 	return nil
 }
 
@@ -131,19 +137,31 @@ func (b *BatchedSend) wakeLocked() {
 	}
 }
 
-// inlineMessages bounds the batch Flush writes from its caller: encoding is
-// the caller's time, and the caller holds the engine's lock. A new graph's
-// compute-tasks without withholding come hundreds to a worker at once (on
-// 50 workers with 64 KiB run_specs the engine held its lock 2 s encoding
-// them, every other client waiting); the writer goroutine encodes such a
-// batch while the engine goes on. The per-task exchanges of a running
-// computation are a message or a few.
-const inlineMessages = 16
+// inlineBytes bounds the batch Flush writes from its caller, by estimated
+// size (estimate): encoding is the caller's time, and the caller holds the
+// engine's lock. A new graph's compute-tasks without withholding come
+// hundreds to a worker at once (on 50 workers with 64 KiB run_specs the
+// engine held its lock 2 s encoding them, every other client waiting); the
+// writer goroutine encodes such a batch while the engine goes on. The
+// per-task exchanges of a running computation (a compute-task, a batch of
+// key-in-memory) stay well under it and keep their inline write.
+const inlineBytes = 256 << 10
+
+// estimate is a message's size for inlineBytes: a fixed cost per message,
+// plus the payloads a message carries at its top level (a compute-task's
+// run_spec). Cheap: no encoding.
+func estimate(m any) int {
+	const perMessage = 64
+	if mp, ok := m.(*protocol.Map); ok {
+		return perMessage + mp.BlobBytes()
+	}
+	return perMessage
+}
 
 // Flush writes what Queue appended. With no write in flight on an inline
 // stream it writes from the calling goroutine what the socket takes at
 // once and leaves any rest to the writer goroutine; otherwise (a write in
-// flight, a batch of more than inlineMessages) it wakes the writer, which
+// flight, a batch over inlineBytes) it wakes the writer, which
 // picks the buffer up.
 func (b *BatchedSend) Flush() {
 	b.mu.Lock()
@@ -155,12 +173,12 @@ func (b *BatchedSend) Flush() {
 		b.mu.Unlock()
 		return // Release flushes
 	}
-	if !b.inline || b.writing || b.stopping || len(b.buf) > inlineMessages {
+	if !b.inline || b.writing || b.stopping || b.bufBytes > inlineBytes {
 		b.wakeLocked()
 		b.mu.Unlock()
 		return
 	}
-	payload := b.takeLocked()
+	payload, _ := b.takeLocked()
 	b.inlined++
 	b.mu.Unlock()
 
@@ -185,13 +203,14 @@ func (b *BatchedSend) Flush() {
 	}
 }
 
-// takeLocked starts a write of the whole buffer.
-func (b *BatchedSend) takeLocked() []any {
-	payload := b.buf
-	b.buf, b.spare = b.spare, nil
+// takeLocked starts a write of the whole buffer; it returns the buffer and
+// its estimated size.
+func (b *BatchedSend) takeLocked() ([]any, int) {
+	payload, bytes := b.buf, b.bufBytes
+	b.buf, b.spare, b.bufBytes = b.spare, nil, 0
 	b.writing = true
 	b.batches++
-	return payload
+	return payload, bytes
 }
 
 // run is the owner goroutine, distributed's BatchedSend._background_send:
@@ -282,9 +301,9 @@ func (b *BatchedSend) flush() bool {
 		b.mu.Unlock()
 		return true
 	}
-	payload := b.takeLocked()
+	payload, bytes := b.takeLocked()
 	b.mu.Unlock()
-	err := b.writeBatch(payload)
+	err := b.writeBatch(payload, bytes)
 	b.recycle(payload)
 	b.mu.Lock()
 	b.writing = false
@@ -297,7 +316,7 @@ func (b *BatchedSend) flush() bool {
 }
 
 // encodeGate lets one writer at a time encode a batch of more than
-// inlineMessages. The process runs on one P (cmd/dask-go-scheduler/
+// inlineBytes. The process runs on one P (cmd/dask-go-scheduler/
 // runtime.go): fifty writers encoding a new graph's compute-tasks at once
 // left the engine's lock holder a fiftieth of the CPU, so that it held the
 // lock for seconds while every client waited. Gated, the engine competes
@@ -307,8 +326,8 @@ var encodeGate = make(chan struct{}, 1)
 
 // writeBatch writes a batch as one message, encoding it under encodeGate
 // when it is large.
-func (b *BatchedSend) writeBatch(payload []any) error {
-	if len(payload) <= inlineMessages {
+func (b *BatchedSend) writeBatch(payload []any, bytes int) error {
+	if bytes <= inlineBytes {
 		return b.conn.Write(payload)
 	}
 	return b.conn.WriteGated(payload, encodeGate)
@@ -330,7 +349,7 @@ func (b *BatchedSend) recycle(buf []any) {
 
 func (b *BatchedSend) fail(err error) {
 	b.mu.Lock()
-	b.err, b.buf, b.pending = err, nil, nil
+	b.err, b.buf, b.bufBytes, b.pending = err, nil, 0, nil
 	b.wakeLocked() // a finish waiting for an inline write
 	b.mu.Unlock()
 	b.conn.Close() // Python's BatchedSend.abort: the stream is unusable
@@ -404,7 +423,7 @@ func (b *BatchedSend) Release() {
 // progress) and waits for the writer to stop.
 func (b *BatchedSend) Abort() {
 	b.mu.Lock()
-	b.buf = nil
+	b.buf, b.bufBytes = nil, 0
 	b.mu.Unlock()
 	b.beginStop()
 	b.conn.Close()

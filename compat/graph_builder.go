@@ -49,6 +49,9 @@ func (b *graphBuilder) add(c graphChunk) error {
 	}
 	b.table.objs = append(b.table.objs, c.objects...)
 	for _, o := range c.objects {
+		b.table.size += len(o)
+	}
+	for _, o := range c.objects {
 		b.specBytes += int64(len(o))
 	}
 	specs := make([]TaskSpec, len(c.tasks)) // one allocation per chunk

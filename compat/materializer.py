@@ -107,11 +107,17 @@ INTERNED_TYPES = frozenset(
 BULKY_MIN_BYTES = 4096
 
 
-def bulky(obj):
-    t = type(obj)
-    if t is bytes or t is bytearray:
-        return len(obj) >= BULKY_MIN_BYTES
-    return t.__name__ == "ndarray" and t.__module__ == "numpy" and obj.nbytes >= BULKY_MIN_BYTES
+def table_types():
+    """The types persistent_id looks at: one set lookup per pickled object
+    (persistent_id runs for every object of every task, so a test per
+    object is on the graph path's hottest loop). numpy's ndarray is in it
+    when numpy is loaded: a graph holding arrays imported it while its
+    expression was unpickled, before the pickler is made."""
+    types_ = set(INTERNED_TYPES) | {bytes, bytearray}
+    np = sys.modules.get("numpy")
+    if np is not None:
+        types_.add(np.ndarray)
+    return frozenset(types_)
 
 
 def msgpack_safe(value):
@@ -203,9 +209,13 @@ class SpecPickler(pickle.Pickler):
         self._buf = io.BytesIO()
         super().__init__(self._buf, protocol=5)
         self._table = table
+        self._types = table_types()
 
     def persistent_id(self, obj):
-        if type(obj) in INTERNED_TYPES or bulky(obj):
+        t = type(obj)
+        if t not in self._types:
+            return None
+        if t in INTERNED_TYPES or (obj.nbytes if t not in (bytes, bytearray) else len(obj)) >= BULKY_MIN_BYTES:
             return self._table.index(obj)
         return None
 

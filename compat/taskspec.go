@@ -12,6 +12,7 @@ import (
 // TaskSpec of the graph that refers to it keeps it alive.
 type objectTable struct {
 	objs [][]byte
+	size int // the objects' bytes, summed
 }
 
 // spliceRoom is the room Payload leaves after the spec for the objects
@@ -22,17 +23,10 @@ type objectTable struct {
 // of the whole spec); a fixed 256 bytes otherwise, growing as needed.
 func (t *objectTable) spliceRoom() int {
 	const maxObjs, maxBytes = 4, 16 << 10
-	if len(t.objs) > maxObjs {
+	if len(t.objs) > maxObjs || t.size > maxBytes {
 		return 256
 	}
-	bytes := 0
-	for _, o := range t.objs {
-		bytes += len(o)
-	}
-	if bytes > maxBytes {
-		return 256
-	}
-	return bytes + 32*len(t.objs)
+	return t.size + 32*len(t.objs)
 }
 
 // TaskSpec is the run_spec of a task from the helper: its GraphNode pickled
@@ -55,6 +49,11 @@ func (t *TaskSpec) Payload() *protocol.Blob {
 	}
 	return protocol.NewPickledBy(t)
 }
+
+// SizeHint is the spliced pickle's size or more: the spec and every object
+// of the table (the objects it refers to are a subset), for
+// protocol.Map.BlobBytes.
+func (t *TaskSpec) SizeHint() int { return len(t.spec) + t.table.size }
 
 // AppendPickle implements protocol.PickleWriter: the spec with the graph's
 // objects spliced in, appended to dst.

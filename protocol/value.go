@@ -149,6 +149,34 @@ func NewPickled(pickle []byte, buffers ...[]byte) *Blob {
 	return &Blob{Pickled: true, pickledObj: pickle, Frames: buffers}
 }
 
+// BlobBytes is the payload size of the blobs among m's values (not nested
+// deeper): what writing a message like a compute-task will copy, known
+// without encoding it. A blob whose pickle is written at encoding time
+// counts its PickleWriter's SizeHint when it has one.
+func (m *Map) BlobBytes() int {
+	n := 0
+	for i := range m.Entries {
+		if b, ok := m.Entries[i].Value.(*Blob); ok {
+			n += b.sizeHint()
+		}
+	}
+	return n
+}
+
+func (b *Blob) sizeHint() int {
+	if b.pickleBy != nil {
+		if h, ok := b.pickleBy.(interface{ SizeHint() int }); ok {
+			return h.SizeHint()
+		}
+		return 0
+	}
+	n := len(b.Header) + len(b.pickledObj)
+	for _, f := range b.Frames {
+		n += len(f)
+	}
+	return n
+}
+
 // PickleWriter makes a Pickled blob's pickle when it is encoded, appending
 // it to dst: a run_spec spliced from its spec and its graph's object table
 // (compat.TaskSpec) is built by the goroutine that encodes the message (a
