@@ -101,11 +101,31 @@ func (k Key) String() string {
 		return s
 	}
 	var b strings.Builder
-	writeKeyRepr(&b, v)
+	writeKeyRepr(&b, v, false)
 	return b.String()
 }
 
-func writeKeyRepr(b *strings.Builder, v any) {
+// Repr renders the key as Python's repr() of it: ('x', 0), 'x', 3.
+func (k Key) Repr() string {
+	var b strings.Builder
+	writeKeyRepr(&b, k.Value(), false)
+	return b.String()
+}
+
+// ListString is Python's str() of the key as recursive_to_dict turns it
+// into a dict key: the text for a str key, tuples as lists (['x', 0]), as
+// a tuple key becomes a list and str() of that list names it.
+func (k Key) ListString() string {
+	v := k.Value()
+	if s, ok := v.(string); ok {
+		return s
+	}
+	var b strings.Builder
+	writeKeyRepr(&b, v, true)
+	return b.String()
+}
+
+func writeKeyRepr(b *strings.Builder, v any, lists bool) {
 	switch x := v.(type) {
 	case string:
 		b.WriteString(pyStrRepr(x))
@@ -116,17 +136,21 @@ func writeKeyRepr(b *strings.Builder, v any) {
 	case float64:
 		b.WriteString(pyFloatRepr(x))
 	case []any:
-		b.WriteByte('(')
+		open, end := byte('('), byte(')')
+		if lists {
+			open, end = '[', ']'
+		}
+		b.WriteByte(open)
 		for i, e := range x {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			writeKeyRepr(b, e)
+			writeKeyRepr(b, e, lists)
 		}
-		if len(x) == 1 {
+		if len(x) == 1 && !lists {
 			b.WriteByte(',')
 		}
-		b.WriteByte(')')
+		b.WriteByte(end)
 	default:
 		b.WriteString(String(v))
 	}
@@ -168,6 +192,9 @@ func pyStrRepr(s string) string {
 	b.WriteByte(quote)
 	return b.String()
 }
+
+// FloatRepr is Python's repr() of a float: 1.0, 1e-05, 1e+16, inf.
+func FloatRepr(f float64) string { return pyFloatRepr(f) }
 
 // pyFloatRepr is Python's repr() of a float: the shortest round-tripping
 // digits, positional for exponents -4 <= e < 16, else scientific with at

@@ -194,7 +194,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if ec := engine.Config(); !ec.NoWorkStealing {
 		s.goRun(func() { s.periodic(ec.WorkStealingInterval, stealTickAt) })
 	}
-	if ec := engine.Config(); !ec.NoActiveMemoryManager {
+	if ec := engine.Config(); !ec.NoAMMPolicy { // AMMTick runs it while started (amm_handler)
 		s.goRun(func() { s.periodic(ec.ActiveMemoryManagerInterval, ammTickAt) })
 	}
 	s.goRun(func() { s.memory.run(s) })
