@@ -1,6 +1,9 @@
 package protocol
 
-import "fmt"
+import (
+	"fmt"
+	"unsafe"
+)
 
 // Appenders for a caller that writes one large msgpack document piece by
 // piece (the scheduler's cluster dump), instead of building its value tree
@@ -14,6 +17,14 @@ func AppendArrayLen(b []byte, n int) []byte { return appendArrayLen(b, n) }
 
 // AppendStr appends a str.
 func AppendStr(b []byte, s string) []byte { return appendStr(b, s) }
+
+// AppendStrBytes appends the text in s as a str.
+func AppendStrBytes(b, s []byte) []byte {
+	if len(s) == 0 {
+		return appendStr(b, "")
+	}
+	return appendStr(b, unsafe.String(&s[0], len(s))) // appendStr copies it
+}
 
 // AppendInt appends an int in its smallest form.
 func AppendInt(b []byte, v int64) []byte { return appendInt(b, v) }
@@ -30,7 +41,8 @@ func AppendNil(b []byte) []byte { return appendNil(b) }
 // AppendValue appends a value tree as Encode writes it into frame 0. A
 // value holding a Blob (which needs frames of its own) is an error.
 func AppendValue(b []byte, v any) ([]byte, error) {
-	e := encoder{b: b, frames: make([][]byte, 1)}
+	var frame0 [1][]byte
+	e := encoder{b: b, frames: frame0[:]}
 	if err := e.value(v, 0); err != nil {
 		return b, err
 	}

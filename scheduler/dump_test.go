@@ -6,6 +6,14 @@ import (
 	"daskgo/protocol"
 )
 
+func refKeys(refs []Ref) []protocol.Key {
+	out := make([]protocol.Key, len(refs))
+	for i, r := range refs {
+		out[i] = r.Key
+	}
+	return out
+}
+
 func dumpedTask(d *ClusterDump, key string) *TaskDump {
 	for i := range d.Tasks {
 		if d.Tasks[i].Key == k(key) {
@@ -26,13 +34,15 @@ func TestDumpStateCopiesTheEngine(t *testing.T) {
 	a, c := dumpedTask(d, "a"), dumpedTask(d, "c")
 	eq(t, a.State, StatusMemory, "a")
 	eqSlice(t, d.NamesIn(a.WhoHas), []string{addr("w1")}, "a's holder")
-	eqSlice(t, d.KeysIn(a.Dependents), keys("c"), "a's dependents")
-	eqSlice(t, d.KeysIn(c.Dependencies), keys("a", "b"), "c's dependencies")
-	eqSlice(t, d.KeysIn(c.WaitingOn), keys("b"), "c waits on b")
+	eqSlice(t, refKeys(d.RefsIn(a.Dependents)), keys("c"), "a's dependents")
+	eqSlice(t, d.RefsIn(c.Dependencies), []Ref{{k("a"), StatusMemory}, {k("b"), StatusProcessing}}, "c's dependencies, with their states")
+	eqSlice(t, refKeys(d.RefsIn(c.WaitingOn)), keys("b"), "c waits on b")
 	eqSlice(t, d.NamesIn(c.WhoWants), []string{"c1"}, "c's client")
-	eq(t, dumpedTask(d, "b").ProcessingOn != "", true, "b processing")
+	eq(t, dumpedTask(d, "b").ProcessingOn, int32(0), "b processing on the first worker")
 	eq(t, len(d.Workers), 1, "workers")
-	eqSlice(t, d.KeysIn(d.Workers[0].HasWhat), keys("a"), "w1 holds a")
+	eqSlice(t, refKeys(d.RefsIn(d.Workers[0].HasWhat)), keys("a"), "w1 holds a")
+	eq(t, d.Groups[c.Group].Name, "c", "c's group")
+	eq(t, c.Rare, int32(-1), "nothing rare")
 	eq(t, len(d.Log) > 0, true, "transition log")
 	eq(t, d.TransitionCounter, s.log.total, "counter")
 	var ids []string
@@ -47,7 +57,7 @@ func TestDumpStateIsACopy(t *testing.T) {
 	s := newTestState(t, withWorkers("w1:1"))
 	s.submit("c1", []GraphTask{task("a"), task("b", "a")}, "b")
 	d := s.DumpState()
-	refs := append([]protocol.Key(nil), d.Refs...)
+	refs := append([]Ref(nil), d.Refs...)
 	names := append([]string(nil), d.Names...)
 	logLen := len(d.Log)
 	s.finish("w1", "a")

@@ -34,24 +34,20 @@ const dumpFlushAt = 64 << 10
 type dumpEncoder struct {
 	w       io.Writer
 	b       []byte
+	scratch []byte // a repr being built
 	err     error
 	d       *scheduler.ClusterDump
 	exclude map[string]bool
 
-	taskRepr   map[protocol.Key]string // "<TaskState 'x' memory>"
-	workerRepr map[string]string
-	groupRepr  map[string]string // by group name
+	workerRepr map[string]string // "<WorkerState 'tcp://...', name: 0, ...>"
+	groupRepr  []string          // by index in d.Groups: "<inc: memory: 3>"
+	groupIndex map[string]int    // group name -> index, made when first needed
 	prefixRepr map[string]string // by prefix name
 }
 
 func newDumpEncoder(w io.Writer, d *scheduler.ClusterDump, exclude map[string]bool) *dumpEncoder {
 	e := &dumpEncoder{w: w, b: make([]byte, 0, dumpFlushAt+4096), d: d, exclude: exclude,
-		taskRepr: make(map[protocol.Key]string, len(d.Tasks)), workerRepr: map[string]string{},
-		groupRepr: map[string]string{}, prefixRepr: map[string]string{}}
-	for i := range d.Tasks {
-		t := &d.Tasks[i]
-		e.taskRepr[t.Key] = "<TaskState " + t.Key.Repr() + " " + scheduler.StatusName(t.State) + ">"
-	}
+		workerRepr: map[string]string{}, prefixRepr: map[string]string{}}
 	for i := range d.Workers {
 		w := &d.Workers[i]
 		e.workerRepr[w.Address] = fmt.Sprintf("<WorkerState %s, name: %s, status: %s, memory: %d, processing: %d>",
@@ -60,7 +56,7 @@ func newDumpEncoder(w io.Writer, d *scheduler.ClusterDump, exclude map[string]bo
 	prefixStates := map[string]*[scheduler.NumStatus]int{}
 	for i := range d.Groups {
 		g := &d.Groups[i]
-		e.groupRepr[g.Name] = collectionRepr(g.Name, g.States[:])
+		e.groupRepr = append(e.groupRepr, collectionRepr(g.Name, g.States[:]))
 		ps := prefixStates[g.Prefix]
 		if ps == nil {
 			ps = new([scheduler.NumStatus]int)
@@ -240,24 +236,37 @@ func (e *dumpEncoder) floats(m map[string]float64) {
 	}
 }
 
-// taskReprs writes the tasks of keys as their reprs; nil instead of an
-// empty list when orNil.
-func (e *dumpEncoder) taskReprs(keys []protocol.Key, orNil bool) {
-	if orNil && len(keys) == 0 {
+// taskReprs writes the tasks of refs as their reprs ("<TaskState 'x'
+// memory>"); nil instead of an empty list when orNil.
+func (e *dumpEncoder) taskReprs(refs []scheduler.Ref, orNil bool) {
+	if orNil && len(refs) == 0 {
 		e.null()
 		return
 	}
-	e.arrLen(len(keys))
-	for _, k := range keys {
-		e.str(e.reprOf(k))
+	e.arrLen(len(refs))
+	for _, r := range refs {
+		e.taskRepr(r)
 	}
 }
 
-func (e *dumpEncoder) reprOf(k protocol.Key) string {
-	if r, ok := e.taskRepr[k]; ok {
-		return r
+// taskRepr writes TaskState.__repr__, built in a reused buffer: 100k
+// tasks name each other several times each.
+func (e *dumpEncoder) taskRepr(r scheduler.Ref) {
+	b := append(e.scratch[:0], "<TaskState "...)
+	b = r.Key.AppendRepr(b)
+	b = append(append(append(b, ' '), scheduler.StatusName(r.State)...), '>')
+	e.b = protocol.AppendStrBytes(e.b, b)
+	e.scratch = b
+}
+
+// dictKey of a task: its key when a str (whose msgpack is the key's own
+// bytes), str() of its list form otherwise.
+func (e *dumpEncoder) taskKey(k protocol.Key) {
+	if _, ok := k.StrText(); ok {
+		e.key(k)
+		return
 	}
-	return "<TaskState " + k.Repr() + " forgotten>"
+	e.str(k.ListString())
 }
 
 func (e *dumpEncoder) workerReprs(addrs []string, orNil bool) {

@@ -89,7 +89,7 @@ func (e *dumpEncoder) tasks() {
 	e.mapLen(len(e.d.Tasks))
 	for i := range e.d.Tasks {
 		t := &e.d.Tasks[i]
-		e.str(t.Key.ListString())
+		e.taskKey(t.Key)
 		e.mapLen(len(names))
 		for _, n := range names {
 			e.str(n)
@@ -101,69 +101,39 @@ func (e *dumpEncoder) tasks() {
 
 func (e *dumpEncoder) taskField(t *scheduler.TaskDump, name string) {
 	d := e.d
+	var rare *scheduler.TaskRare
+	if t.Rare >= 0 {
+		rare = &d.Rare[t.Rare]
+	}
 	switch name {
 	case "actor":
 		e.bool(t.Actor)
 	case "annotations":
 		e.dict(t.Annotations)
 	case "dependencies":
-		e.taskReprs(d.KeysIn(t.Dependencies), false)
+		e.taskReprs(d.RefsIn(t.Dependencies), false)
 	case "dependents":
-		e.taskReprs(d.KeysIn(t.Dependents), false)
-	case "erred_on":
-		e.strsOrNil(d.NamesIn(t.ErredOn))
-	case "exception", "traceback":
-		if t.ExceptionText == "" {
-			e.null()
-		} else {
-			e.str("<distributed.protocol.serialize.Serialized object>")
-		}
-	case "exception_blame":
-		if t.HasBlame {
-			e.str(e.reprOf(t.Blame))
-		} else {
-			e.null()
-		}
-	case "exception_text":
-		e.strOrNil(t.ExceptionText)
-	case "traceback_text":
-		e.strOrNil(t.TracebackText)
+		e.taskReprs(d.RefsIn(t.Dependents), false)
 	case "group":
 		e.str(e.groupRepr[t.Group])
 	case "group_key":
-		e.str(t.Group)
+		e.str(d.Groups[t.Group].Name)
 	case "has_lost_dependencies":
 		e.bool(t.LostDependencies)
-	case "host_restrictions":
-		e.strsOrNil(d.NamesIn(t.HostRestrictions))
-	case "worker_restrictions":
-		e.strsOrNil(d.NamesIn(t.WorkerRestrictions))
 	case "key":
 		e.key(t.Key)
-	case "loose_restrictions":
-		e.bool(t.Loose)
-	case "metadata":
-		e.value(t.Metadata)
 	case "nbytes":
 		e.int(t.NBytes)
 	case "prefix":
-		e.str(e.prefixRepr[t.Prefix])
+		e.str(e.prefixRepr[d.Groups[t.Group].Prefix])
 	case "priority":
 		e.priority(t)
 	case "processing_on":
-		if t.ProcessingOn == "" {
+		if t.ProcessingOn < 0 {
 			e.null()
 		} else {
-			e.str(e.workerReprOf(t.ProcessingOn))
+			e.str(e.workerReprOf(d.Workers[t.ProcessingOn].Address))
 		}
-	case "resource_restrictions":
-		if t.ResourceRestrictions == nil {
-			e.null()
-		} else {
-			e.floats(t.ResourceRestrictions)
-		}
-	case "retries":
-		e.int(int64(t.Retries))
 	case "run_id":
 		e.int(t.RunID)
 	case "run_spec":
@@ -174,20 +144,71 @@ func (e *dumpEncoder) taskField(t *scheduler.TaskDump, name string) {
 		}
 	case "state":
 		e.str(scheduler.StatusName(t.State))
-	case "suspicious":
-		e.int(int64(t.Suspicious))
 	case "type":
 		e.null() // the engine keeps result types per task group
 	case "waiters":
-		e.taskReprs(d.KeysIn(t.Waiters), false)
+		e.taskReprs(d.RefsIn(t.Waiters), false)
 	case "waiting_on":
-		e.taskReprs(d.KeysIn(t.WaitingOn), true)
+		e.taskReprs(d.RefsIn(t.WaitingOn), true)
 	case "who_has":
 		e.workerReprs(d.NamesIn(t.WhoHas), true)
 	case "who_wants":
 		e.clientReprs(d.NamesIn(t.WhoWants))
+	default:
+		e.rareField(rare, name)
 	}
 }
+
+// rareField writes the members ClusterDump.Rare holds (nil: the task has
+// none of them).
+func (e *dumpEncoder) rareField(r *scheduler.TaskRare, name string) {
+	if r == nil {
+		r = &noRare
+	}
+	switch name {
+	case "erred_on":
+		e.strsOrNil(r.ErredOn)
+	case "exception", "traceback":
+		if r.ExceptionText == "" {
+			e.null()
+		} else {
+			e.str("<distributed.protocol.serialize.Serialized object>")
+		}
+	case "exception_blame":
+		if r.HasBlame {
+			e.taskRepr(r.Blame)
+		} else {
+			e.null()
+		}
+	case "exception_text":
+		e.strOrNil(r.ExceptionText)
+	case "traceback_text":
+		e.strOrNil(r.TracebackText)
+	case "host_restrictions":
+		e.strsOrNil(r.HostRestrictions)
+	case "worker_restrictions":
+		e.strsOrNil(r.WorkerRestrictions)
+	case "loose_restrictions":
+		e.bool(r.Loose)
+	case "metadata":
+		e.value(r.Metadata)
+	case "resource_restrictions":
+		if r.ResourceRestrictions == nil {
+			e.null()
+		} else {
+			e.floats(r.ResourceRestrictions)
+		}
+	case "retries":
+		e.int(int64(r.Retries))
+	case "suspicious":
+		e.int(int64(r.Suspicious))
+	default:
+		e.null() // a name taskFields lists and no case writes: a bug, kept readable
+	}
+}
+
+// noRare is a task's rare members when it has none.
+var noRare scheduler.TaskRare
 
 // priority writes the priority tuple with integral elements as ints.
 func (e *dumpEncoder) priority(t *scheduler.TaskDump) {
@@ -235,13 +256,27 @@ func (e *dumpEncoder) groups() {
 	}
 }
 
+// groupReprOf is the repr of the group named name.
+func (e *dumpEncoder) groupReprOf(name string) string {
+	if e.groupIndex == nil {
+		e.groupIndex = make(map[string]int, len(e.d.Groups))
+		for i := range e.d.Groups {
+			e.groupIndex[e.d.Groups[i].Name] = i
+		}
+	}
+	if i, ok := e.groupIndex[name]; ok {
+		return e.groupRepr[i]
+	}
+	return "<" + name + ": >"
+}
+
 func (e *dumpEncoder) groupField(g *scheduler.GroupDump, name string) {
 	switch name {
 	case "dependencies":
 		deps := slices.Sorted(slices.Values(g.Dependencies))
 		e.arrLen(len(deps))
 		for _, dep := range deps {
-			e.str(e.groupRepr[dep])
+			e.str(e.groupReprOf(dep))
 		}
 	case "done": // TaskGroup.done
 		busy := g.States[scheduler.StatusWaiting] + g.States[scheduler.StatusQueued] +
@@ -297,20 +332,20 @@ func (e *dumpEncoder) workerField(w *scheduler.WorkerDump, name string) {
 	d := e.d
 	switch name {
 	case "actors":
-		e.taskReprs(d.KeysIn(w.Actors), false)
+		e.taskReprs(d.RefsIn(w.Actors), false)
 	case "address":
 		e.str(w.Address)
 	case "executing":
 		keys := slices.Sorted(maps.Keys(w.Executing))
 		e.mapLen(len(keys))
 		for _, k := range keys {
-			e.str(e.reprOf(k))
+			e.taskRepr(scheduler.Ref{Key: k, State: scheduler.StatusProcessing})
 			e.float(w.Executing[k])
 		}
 	case "extra":
 		e.dict(w.Extra)
 	case "has_what":
-		e.taskReprs(d.KeysIn(w.HasWhat), false)
+		e.taskReprs(d.RefsIn(w.HasWhat), false)
 	case "host":
 		e.str(w.Host)
 	case "last_seen":
@@ -318,7 +353,7 @@ func (e *dumpEncoder) workerField(w *scheduler.WorkerDump, name string) {
 	case "local_directory":
 		e.str(w.LocalDirectory)
 	case "long_running":
-		e.taskReprs(d.KeysIn(w.LongRunning), false)
+		e.taskReprs(d.RefsIn(w.LongRunning), false)
 	case "memory":
 		e.memory(w.Memory)
 	case "memory_limit":
@@ -338,7 +373,7 @@ func (e *dumpEncoder) workerField(w *scheduler.WorkerDump, name string) {
 	case "pid":
 		e.int(w.PID)
 	case "processing":
-		e.taskReprs(d.KeysIn(w.Processing), false)
+		e.taskReprs(d.RefsIn(w.Processing), false)
 	case "resources":
 		e.floats(w.Resources)
 	case "server_id":
@@ -370,7 +405,7 @@ func (e *dumpEncoder) clients() {
 			case "last_seen":
 				e.float(c.LastSeen)
 			case "wants_what":
-				e.taskReprs(e.d.KeysIn(c.WantsWhat), false)
+				e.taskReprs(e.d.RefsIn(c.WantsWhat), false)
 			}
 		}
 		e.maybeFlush()

@@ -15,18 +15,20 @@ import (
 // do), and a plain task depending on it.
 func testDump() *scheduler.ClusterDump {
 	tk, _ := protocol.KeyOf([]any{"x", int64(0)})
+	x, y := scheduler.Ref{Key: tk, State: scheduler.StatusMemory}, scheduler.Ref{Key: protocol.StrKey("y"), State: scheduler.StatusWaiting}
 	d := &scheduler.ClusterDump{
 		Identity: protocol.NewMap("type", "Scheduler", "id", "Scheduler-1", "workers", protocol.NewMap()),
-		Refs:     []protocol.Key{protocol.StrKey("y"), tk},
+		Refs:     []scheduler.Ref{y, x},
 		Names:    []string{"tcp://w:1", "c1"},
 		Log: []scheduler.Transition{{Key: tk, From: scheduler.StatusProcessing, To: scheduler.StatusMemory,
 			StimulusID: "task-finished-1", At: time.Unix(1700000000, 0)}},
+		Rare: []scheduler.TaskRare{{ExceptionText: "ValueError('x')", Blame: y, HasBlame: true, Retries: 2}},
 	}
 	d.Tasks = []scheduler.TaskDump{
-		{Key: tk, State: scheduler.StatusMemory, Group: "x", Prefix: "x", NBytes: 28, HasPriority: true,
+		{Key: tk, State: scheduler.StatusMemory, Group: 0, NBytes: 28, HasPriority: true, ProcessingOn: -1, Rare: -1,
 			Priority: [3]float64{0, 1, 0.5}, Dependents: scheduler.Span{Lo: 0, Hi: 1}, WhoHas: scheduler.Span{Lo: 0, Hi: 1},
 			WhoWants: scheduler.Span{Lo: 1, Hi: 2}},
-		{Key: protocol.StrKey("y"), State: scheduler.StatusWaiting, Group: "y", Prefix: "y", NBytes: -1,
+		{Key: protocol.StrKey("y"), State: scheduler.StatusWaiting, Group: 1, NBytes: -1, ProcessingOn: 0, Rare: 0,
 			Dependencies: scheduler.Span{Lo: 1, Hi: 2}, WaitingOn: scheduler.Span{Lo: 1, Hi: 1}},
 	}
 	d.Groups = []scheduler.GroupDump{{Name: "x", Prefix: "x"}, {Name: "y", Prefix: "y"}}
@@ -94,8 +96,16 @@ func TestClusterDumpLayout(t *testing.T) {
 	if got := protocol.String(task.Get("priority")); got != "(0, 1, 0.5)" {
 		t.Errorf("priority %s", got)
 	}
-	if path(t, m, "scheduler", "tasks", "y", "waiting_on") != nil {
+	y := path(t, m, "scheduler", "tasks", "y").(*protocol.Map)
+	if y.Get("waiting_on") != nil {
 		t.Error("an empty waiting_on is None")
+	}
+	if y.Get("exception_blame") != "<TaskState 'y' waiting>" || y.Get("exception_text") != "ValueError('x')" ||
+		y.Get("retries") != int64(2) || !strings.HasPrefix(y.Get("processing_on").(string), "<WorkerState 'tcp://w:1'") {
+		t.Errorf("y's rare members: %s", protocol.String(y))
+	}
+	if task.Get("exception_blame") != nil || task.Get("retries") != int64(0) {
+		t.Errorf("a task without rare members: %s", protocol.String(task))
 	}
 	if got := path(t, m, "scheduler", "task_groups", "x", "prefix"); got != "<x: memory: 1>" {
 		t.Errorf("group prefix %v", got)
