@@ -17,7 +17,6 @@ from contextlib import contextmanager
 
 import pytest
 from dask.sizeof import sizeof
-from dask.utils import key_split
 from distributed import Client, get_task_metadata
 from distributed.cluster_dump import DumpArtefact
 from distributed.diagnostics import MemorySampler
@@ -107,7 +106,7 @@ def fails_on(x):
 
 def test_memory_sampler_series_has_its_points_and_rises(clusters):
     """sample(interval=0.2) for ~2 s: one point at start and one per
-    interval, the same count (±2) on both schedulers; managed memory rises
+    interval, about the same count on both schedulers; managed memory rises
     while 8 × 16 MiB land, process memory is the workers' RSS."""
     with clients(clusters) as cs:
         counts = {}
@@ -122,15 +121,15 @@ def test_memory_sampler_series_has_its_points_and_rises(clusters):
             with ms.sample("process", client=c, interval=0.2):
                 time.sleep(0.6)
             series = [b for _, b in ms.samples["managed"]]
-            expected = 1 + elapsed / 0.2
-            assert abs(len(series) - expected) <= 2.5, (kind, len(series), expected)
+            expected = 1 + elapsed / 0.2  # a busy machine delays ticks, never adds any
+            assert 0.7 * expected <= len(series) <= expected + 1, (kind, len(series), expected)
             assert series[0] < 16 << 20 and max(series) >= 8 * (15 << 20), (kind, series)
             assert all(b > 10 << 20 for _, b in ms.samples["process"]), (kind, ms.samples["process"])
             df = ms.to_pandas()
             assert list(df.columns) == ["managed", "process"], df.columns
             counts[kind] = len(series)
             del futs
-        assert abs(counts["go"] - counts["py"]) <= 2, counts
+        assert abs(counts["go"] - counts["py"]) <= max(2, 0.25 * counts["py"]), counts
 
 
 def test_memory_sampler_of_a_vanished_client_is_freed(clusters):
