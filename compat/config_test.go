@@ -40,6 +40,7 @@ var wantDefaults = SchedulerSettings{
 	},
 	Bandwidth: 100_000_000, DefaultDataSize: 1024, WorkStealing: true,
 	WorkStealingInterval: time.Second, ActiveMemoryManager: true, ActiveMemoryManagerInterval: 2 * time.Second,
+	AMMPolicy: true, MemoryRecentToOldTime: 30 * time.Second,
 	ConnectTimeout: 30 * time.Second, TCPTimeout: 30 * time.Second,
 	TaskOrdering: "go", LeaseValidationInterval: 10 * time.Second,
 	HTTPRoutes: []string{

@@ -66,6 +66,9 @@ distributed:
         - distributed.http.health
         - distributed.http.proxy
         - distributed.http.statics
+  worker:
+    memory:
+      recent-to-old-time: 30s
   comm:
     compression: false
     default-scheme: tcp
@@ -122,8 +125,14 @@ type SchedulerSettings struct {
 	// error).
 	ActiveMemoryManager         bool
 	ActiveMemoryManagerInterval time.Duration
-	NoWorkersTimeout            time.Duration // 0 = off (null)
-	IdleTimeout                 time.Duration // 0 = off (null)
+	// AMMPolicy: .policies lists ReduceReplicas, so a manager started
+	// later (Client.amm.start) has a policy to run.
+	AMMPolicy bool
+	// MemoryRecentToOldTime: distributed.worker.memory.recent-to-old-time,
+	// how long unmanaged memory must last to count as unmanaged_old.
+	MemoryRecentToOldTime time.Duration
+	NoWorkersTimeout      time.Duration // 0 = off (null)
+	IdleTimeout           time.Duration // 0 = off (null)
 	// LeaseValidationInterval: how often semaphore leases are checked for
 	// timeouts (distributed.scheduler.locks.lease-validation-interval).
 	LeaseValidationInterval time.Duration
@@ -213,6 +222,7 @@ func SchedulerSettingsFrom(cfg *DaskConfig) (SchedulerSettings, error) {
 		WorkStealingInterval:         r.duration("distributed.scheduler.work-stealing-interval"),
 		ActiveMemoryManager:          r.boolean("distributed.scheduler.active-memory-manager.start"),
 		ActiveMemoryManagerInterval:  r.duration("distributed.scheduler.active-memory-manager.interval"),
+		MemoryRecentToOldTime:        r.duration("distributed.worker.memory.recent-to-old-time"),
 		NoWorkersTimeout:             r.optDuration("distributed.scheduler.no-workers-timeout"),
 		IdleTimeout:                  r.optDuration("distributed.scheduler.idle-timeout"),
 		LeaseValidationInterval:      r.duration("distributed.scheduler.locks.lease-validation-interval"),
@@ -242,7 +252,8 @@ func SchedulerSettingsFrom(cfg *DaskConfig) (SchedulerSettings, error) {
 			Key:    r.optString("distributed.scheduler.dashboard.tls.key"),
 		},
 	}
-	if !r.ammPolicies("distributed.scheduler.active-memory-manager.policies") {
+	s.AMMPolicy = r.ammPolicies("distributed.scheduler.active-memory-manager.policies")
+	if !s.AMMPolicy {
 		s.ActiveMemoryManager = false // no policy: the AMM would do nothing
 	}
 	if err := errors.Join(r.errs...); err != nil {

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Key is a dask key (str, int, float, or a nested tuple of those) held as
@@ -101,11 +102,31 @@ func (k Key) String() string {
 		return s
 	}
 	var b strings.Builder
-	writeKeyRepr(&b, v)
+	writeKeyRepr(&b, v, false)
 	return b.String()
 }
 
-func writeKeyRepr(b *strings.Builder, v any) {
+// Repr renders the key as Python's repr() of it: ('x', 0), 'x', 3.
+func (k Key) Repr() string {
+	var b strings.Builder
+	writeKeyRepr(&b, k.Value(), false)
+	return b.String()
+}
+
+// ListString is Python's str() of the key as recursive_to_dict turns it
+// into a dict key: the text for a str key, tuples as lists (['x', 0]), as
+// a tuple key becomes a list and str() of that list names it.
+func (k Key) ListString() string {
+	v := k.Value()
+	if s, ok := v.(string); ok {
+		return s
+	}
+	var b strings.Builder
+	writeKeyRepr(&b, v, true)
+	return b.String()
+}
+
+func writeKeyRepr(b *strings.Builder, v any, lists bool) {
 	switch x := v.(type) {
 	case string:
 		b.WriteString(pyStrRepr(x))
@@ -116,17 +137,21 @@ func writeKeyRepr(b *strings.Builder, v any) {
 	case float64:
 		b.WriteString(pyFloatRepr(x))
 	case []any:
-		b.WriteByte('(')
+		open, end := byte('('), byte(')')
+		if lists {
+			open, end = '[', ']'
+		}
+		b.WriteByte(open)
 		for i, e := range x {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			writeKeyRepr(b, e)
+			writeKeyRepr(b, e, lists)
 		}
-		if len(x) == 1 {
+		if len(x) == 1 && !lists {
 			b.WriteByte(',')
 		}
-		b.WriteByte(')')
+		b.WriteByte(end)
 	default:
 		b.WriteString(String(v))
 	}
@@ -135,39 +160,69 @@ func writeKeyRepr(b *strings.Builder, v any) {
 // pyStrRepr is Python's repr() of a str: single quotes unless the text has
 // a single quote and no double quote; backslash escapes for the quote,
 // backslash, \t \n \r and non-printable characters.
-func pyStrRepr(s string) string {
+func pyStrRepr(s string) string { return string(appendPyStrRepr(nil, s)) }
+
+func appendPyStrRepr(b []byte, s string) []byte {
 	quote := byte('\'')
 	if strings.IndexByte(s, '\'') >= 0 && strings.IndexByte(s, '"') < 0 {
 		quote = '"'
 	}
-	var b strings.Builder
-	b.WriteByte(quote)
+	b = append(b, quote)
 	for _, r := range s {
 		switch {
 		case r == rune(quote) || r == '\\':
-			b.WriteByte('\\')
-			b.WriteRune(r)
+			b = append(b, '\\', byte(r))
 		case r == '\t':
-			b.WriteString(`\t`)
+			b = append(b, `\t`...)
 		case r == '\n':
-			b.WriteString(`\n`)
+			b = append(b, `\n`...)
 		case r == '\r':
-			b.WriteString(`\r`)
+			b = append(b, `\r`...)
 		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0x100 && !unicode.IsPrint(r)):
-			fmt.Fprintf(&b, `\x%02x`, r)
+			b = fmt.Appendf(b, `\x%02x`, r)
 		case !unicode.IsPrint(r):
 			if r < 0x10000 {
-				fmt.Fprintf(&b, `\u%04x`, r)
+				b = fmt.Appendf(b, `\u%04x`, r)
 			} else {
-				fmt.Fprintf(&b, `\U%08x`, r)
+				b = fmt.Appendf(b, `\U%08x`, r)
 			}
 		default:
-			b.WriteRune(r)
+			b = utf8.AppendRune(b, r)
 		}
 	}
-	b.WriteByte(quote)
-	return b.String()
+	return append(b, quote)
 }
+
+// StrText is the text of a plain str key, sliced from its msgpack (whose
+// bytes, for such a key, are the msgpack of that str); ok is false for
+// any other key.
+func (k Key) StrText() (text string, ok bool) {
+	if len(k) == 0 {
+		return "", false
+	}
+	switch c := k[0]; {
+	case c >= 0xa0 && c <= 0xbf && len(k) == 1+int(c-0xa0):
+		return string(k[1:]), true
+	case c == 0xd9 && len(k) >= 2 && len(k) == 2+int(k[1]):
+		return string(k[2:]), true
+	case c == 0xda && len(k) >= 3 && len(k) == 3+(int(k[1])<<8|int(k[2])):
+		return string(k[3:]), true
+	case c == 0xdb && len(k) >= 5 && len(k) == 5+(int(k[1])<<24|int(k[2])<<16|int(k[3])<<8|int(k[4])):
+		return string(k[5:]), true
+	}
+	return "", false
+}
+
+// AppendRepr appends repr(key) to b, without allocating for a str key.
+func (k Key) AppendRepr(b []byte) []byte {
+	if s, ok := k.StrText(); ok {
+		return appendPyStrRepr(b, s)
+	}
+	return append(b, k.Repr()...)
+}
+
+// FloatRepr is Python's repr() of a float: 1.0, 1e-05, 1e+16, inf.
+func FloatRepr(f float64) string { return pyFloatRepr(f) }
 
 // pyFloatRepr is Python's repr() of a float: the shortest round-tripping
 // digits, positional for exponents -4 <= e < 16, else scientific with at

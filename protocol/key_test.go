@@ -178,3 +178,22 @@ func normalizeInts(v any) any {
 	}
 	return v
 }
+
+// StrText and AppendRepr read a str key from its msgpack: every length
+// form, and a tuple key falls back to Repr.
+func TestKeyStrTextAndAppendRepr(t *testing.T) {
+	for _, text := range []string{"x", "it's", strings.Repeat("a", 40), strings.Repeat("b", 300), strings.Repeat("c", 70000)} {
+		k := StrKey(text)
+		got, ok := k.StrText()
+		if !ok || got != text {
+			t.Errorf("StrText of a %d-byte key: %v", len(text), ok)
+		}
+		if string(k.AppendRepr([]byte("<"))) != "<"+pyStrRepr(text) {
+			t.Errorf("AppendRepr of a %d-byte key", len(text))
+		}
+	}
+	tk, _ := KeyOf([]any{"x", int64(1)})
+	if _, ok := tk.StrText(); ok || string(tk.AppendRepr(nil)) != "('x', 1)" || tk.ListString() != "['x', 1]" {
+		t.Errorf("tuple key: %q %q", tk.AppendRepr(nil), tk.ListString())
+	}
+}

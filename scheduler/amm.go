@@ -29,8 +29,6 @@ import (
 // for keys with fewer than 20 waiters or a replica to drop; the replicated
 // set is kept by addReplica/removeReplica, so keys held once cost nothing.
 
-func (s *State) ammOn() bool { return !s.cfg.NoActiveMemoryManager }
-
 // reduceReplicas is one AMM cycle with the ReduceReplicas policy.
 func (s *State) reduceReplicas() {
 	if s.replicated.Len() == 0 {

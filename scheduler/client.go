@@ -47,6 +47,7 @@ func (s *State) removeClient(id string) {
 	}
 	s.clientReleasesKeys(keys, id)
 	s.unsubscribeAll(id)
+	s.dropClientDiagnostics(id)
 	delete(s.clients, id)
 	s.clientOrder.Remove(cs)
 	cs.connected = false

@@ -56,11 +56,15 @@ type Config struct {
 	// work-stealing: false): no stealable bookkeeping on transitions, and
 	// StealTick does nothing. The zero value is dask's default, stealing on.
 	NoWorkStealing bool
-	// NoActiveMemoryManager turns the active memory manager off
-	// (distributed.scheduler.active-memory-manager.start: false): AMMTick
-	// does nothing. The zero value is dask's default, on, with the
-	// ReduceReplicas policy (amm.go).
+	// NoActiveMemoryManager starts the scheduler with the active memory
+	// manager stopped (distributed.scheduler.active-memory-manager.start:
+	// false): AMMTick does nothing until amm_handler starts it. The zero
+	// value is dask's default, on, with the ReduceReplicas policy (amm.go).
 	NoActiveMemoryManager bool
+	// NoAMMPolicy: the policy list is empty (distributed.scheduler.
+	// active-memory-manager.policies: []), so the manager does nothing even
+	// when started (amm_control.go).
+	NoAMMPolicy bool
 	// ActiveMemoryManagerInterval is how often the outer ring sends AMMTick
 	// (distributed.scheduler.active-memory-manager.interval, default 2s).
 	ActiveMemoryManagerInterval time.Duration
@@ -101,6 +105,10 @@ type Config struct {
 	// dashboard's task stream keeps (Snapshot.Stream); 0, the default,
 	// keeps none (no dashboard).
 	DashboardStreamLength int
+	// MemoryRecentToOldTime is how long unmanaged memory must last to count
+	// as unmanaged_old (distributed.worker.memory.recent-to-old-time,
+	// default 30s; memory.go).
+	MemoryRecentToOldTime time.Duration
 	// EventLogLength bounds each event topic's deque
 	// (distributed.admin.low-level-log-length, 1000 by default).
 	EventLogLength int
@@ -173,6 +181,9 @@ func (c *Config) Validate() error {
 	}
 	if c.TaskStreamLength <= 0 {
 		c.TaskStreamLength = 100000
+	}
+	if c.MemoryRecentToOldTime <= 0 {
+		c.MemoryRecentToOldTime = 30 * time.Second
 	}
 	if c.EventLogLength <= 0 {
 		c.EventLogLength = 1000

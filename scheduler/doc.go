@@ -43,7 +43,8 @@
 //	concept                      files
 //	State, Handle, dispatch      state.go (the one mutator), config.go, config_change.go
 //	stimuli (the inputs)         stimulus.go, stimuli_worker.go, stimuli_client.go,
-//	                             stimuli_helper.go, stimuli_shuffle.go, stimuli_tick.go
+//	                             stimuli_helper.go, stimuli_shuffle.go, stimuli_tick.go,
+//	                             stimuli_diagnostics.go
 //	the outbox (the outputs)     outbox.go, messages.go (every message built, field for field)
 //	tasks, workers, clients      task.go, taskset.go, worker.go, membership.go, client.go
 //	graphs                       graph.go (update_graph), annotations.go, keysplit.go
@@ -58,13 +59,18 @@
 //	                             coassign_deal.go, coassign_pace.go, coassign_place.go,
 //	                             coassign_validate.go
 //	work stealing                steal.go (balance), steal_races.go (the exchange with workers)
-//	memory manager, cluster ops  amm.go (ReduceReplicas), cluster_replicas.go (replicate,
-//	                             rebalance), cluster_retire.go (RetireWorker), cluster_restart.go
+//	memory manager, cluster ops  amm.go (ReduceReplicas), amm_control.go (amm_handler),
+//	                             cluster_replicas.go (replicate, rebalance), cluster_retire.go
+//	                             (RetireWorker), cluster_restart.go, worker_resources.go
 //	P2P shuffles                 shuffle.go, shuffle_cleanup.go
 //	coordination primitives      coordination.go, and package coord (Lock, Semaphore,
 //	                             MultiLock, Event, Variable, Queue, datasets, metadata)
 //	event log, task stream       eventlog.go, taskstream.go, plugins.go
 //	checks and views             validate.go, footprint.go, accessors.go, exported.go
+//	diagnostics                  memory.go (MemoryState), memsampler.go (MemorySampler),
+//	                             taskmetadata.go (get_task_metadata), dump.go (the cluster
+//	                             dump's copy), accessors_diagnostics.go (nbytes, call_stack,
+//	                             error causes, run_specs)
 //	collections                  oset.go
 //
 // # Structure

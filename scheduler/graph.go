@@ -44,6 +44,9 @@ func (s *State) handleGraphMaterialized(x *GraphMaterialized) {
 			s.report(msgTaskErred(k, x.Err.Exception, x.Err.Traceback), s.tasks.get(k), x.Client)
 		}
 	} else {
+		if s.taskMeta != nil {
+			s.taskMetaGraph(p.ug.Keys)
+		}
 		s.applyGraph(p, x.Tasks)
 	}
 	s.drainHeld(x.Client)

@@ -49,6 +49,10 @@ func (s *State) handleAddWorker(x *AddWorker) {
 	if s.stealOn() {
 		ws.steal = newStealWorker()
 	}
+	if x.Memory != nil { // add_worker's heartbeat_worker(metrics=...)
+		ws.metrics = x.Metrics
+		s.noteHeartbeatMemory(ws, x.Memory)
+	}
 	s.workers[ws.Address] = ws
 	s.workerOrder.Add(ws)
 	s.out.Joined = append(s.out.Joined, ws.Address)
@@ -161,6 +165,9 @@ func (s *State) handleHeartbeat(x *WorkerHeartbeat) {
 		ws.metrics = x.Metrics
 	}
 	ws.lastSeen = s.now
+	if x.Memory != nil {
+		s.noteHeartbeatMemory(ws, x.Memory)
+	}
 	if x.Executing != nil {
 		ws.executing = x.Executing
 		for k, d := range x.Executing {

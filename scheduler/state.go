@@ -84,6 +84,14 @@ type State struct {
 	tasksDone       int64   // tasks finished since the start
 	broker          broker  // the event log per topic (eventlog.go)
 	plugins         plugins // worker and nanny plugins (plugins.go)
+	// diagnostics, nil while none runs: MemorySampler series
+	// (memsampler.go) and get_task_metadata collections (taskmetadata.go)
+	samplers    map[string]*memSampler
+	taskMeta    map[string]*taskMetaCollection
+	taskMetaGen int64
+	// ammRunning: the active memory manager runs on AMMTick
+	// (amm_control.go; amm_handler start/stop)
+	ammRunning bool
 
 	// per-Handle context
 	out         *Outbox
@@ -133,6 +141,7 @@ func New(cfg Config) *State {
 	s.broker = newBroker(cfg.EventLogLength)
 	s.coord = coord.New(coordHost{s}, cfg.LeaseValidationInterval)
 	s.idleSince = cfg.StartedAt
+	s.ammRunning = !cfg.NoActiveMemoryManager
 	s.addClientState(fireAndForget)
 	return s
 }
@@ -275,6 +284,8 @@ func (s *State) dispatch(st Stimulus) {
 		s.dispatchPlugins(st)
 	case *StartTaskStream:
 		s.stream.on = true
+	case *MemorySamplerStart, *MemorySample, *MemorySamplerStop, *StartTaskMetadata, *StopTaskMetadata, *AMMControl, *SetResources:
+		s.dispatchDiagnostics(st)
 	default:
 		s.dispatchClient(st)
 	}

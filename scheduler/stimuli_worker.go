@@ -31,6 +31,10 @@ type AddWorker struct {
 	Status         string // the status the worker registered with ("init", "running")
 	Extra          *protocol.Map
 	Versions       *protocol.Map
+	// Metrics and Memory: the metrics the worker registered with, as
+	// WorkerHeartbeat carries them (Memory nil: none)
+	Metrics any
+	Memory  *HeartbeatMemory
 }
 
 // WorkerStatusChange is worker-status-change from a worker stream.
@@ -57,13 +61,14 @@ type RemoveWorker struct {
 // metrics dict, kept unread for scheduler_info (a *protocol.Map, or the
 // msgpack as it came, protocol.Raw); Bandwidth is the one figure
 // the engine uses from it (metrics["bandwidth"]["total"], bytes/s), when
-// HasBandwidth.
+// HasBandwidth. Memory is metrics' memory figures (nil: it had none).
 type WorkerHeartbeat struct {
 	Base
 	Worker       string
 	Metrics      any
 	Bandwidth    float64
 	HasBandwidth bool
+	Memory       *HeartbeatMemory
 	Executing    map[protocol.Key]float64
 	ReplyTo      int64
 }
@@ -82,6 +87,9 @@ type TaskFinished struct {
 	TypeName   string
 	StartStops []StartStop
 	Thread     any // the worker's thread id (int or None), for the task stream
+	// Metadata is the worker's ts.metadata when not empty (opaque; nil
+	// for the usual {}), for get_task_metadata and the cluster dump
+	Metadata any
 }
 
 // TaskErred is task-erred from a worker. Exception and Traceback are opaque

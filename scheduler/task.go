@@ -169,6 +169,11 @@ type taskExtra struct {
 	// keeps them in annotations["shuffle_original_restrictions"]).
 	shuffleSaved       bool
 	shuffleOrigWorkers []string
+
+	// metadata: the last non-empty metadata a worker's task-finished
+	// carried (ts.metadata), opaque; get_task_metadata and the cluster
+	// dump read it
+	metadata any
 }
 
 // noExtra is what x() returns for a task without extra: read-only.

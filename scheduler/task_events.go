@@ -109,6 +109,9 @@ func (s *State) handleTaskFinished(x *TaskFinished) {
 	case ts.state == StatusMemory:
 		s.addKeys(x.Worker, []protocol.Key{x.Key})
 	case ts.state == StatusProcessing:
+		if x.Metadata != nil {
+			ts.ext().metadata = x.Metadata
+		}
 		// s.finArgs, not a literal: args passed through the transition
 		// table escape, and this is once per task. Nothing nested reads it.
 		s.finArgs = transArgs{worker: x.Worker, ws: ws, nbytes: x.NBytes, typ: x.Type, typeName: x.TypeName, startStops: x.StartStops}

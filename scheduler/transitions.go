@@ -131,13 +131,17 @@ func (s *State) transitionWith(ts *TaskState, to Status, a *transArgs) {
 }
 
 // transition mirrors SchedulerState._transition, then runs the work
-// stealing extension's transition hook (distributed calls plugins'
-// transition() with the state the task left and the one it reached).
+// stealing extension's and get_task_metadata's transition hooks
+// (distributed calls plugins' transition() with the state the task left
+// and the one it reached).
 func (s *State) transition(ts *TaskState, finish Status, a *transArgs) {
 	start := ts.state
 	s.transition1(ts, finish, a)
 	if (start == StatusProcessing || ts.state == StatusProcessing) && s.stealOn() {
 		s.stealTransition(ts, start)
+	}
+	if s.taskMeta != nil && ts.state != start {
+		s.taskMetaTransition(ts)
 	}
 }
 

@@ -37,8 +37,9 @@ type WorkerState struct {
 
 	status   string
 	lastSeen time.Time
-	metrics  any  // the last heartbeat's, unread (scheduler_info)
-	closed   bool // removed from the cluster; stale pointers see this
+	metrics  any          // the last heartbeat's, unread (scheduler_info)
+	mem      workerMemory // the heartbeats' memory figures (memory.go)
+	closed   bool         // removed from the cluster; stale pointers see this
 	// ttlRestarting: worker-ttl asked its nanny to restart it (handleTick)
 	ttlRestarting bool
 

@@ -124,18 +124,17 @@ class GoScheduler:
         self.proc: subprocess.Popen | None = None
         self.address = ""
 
-    def start(self, timeout: float = 30) -> "GoScheduler":
+    def command(self) -> list[str]:
         build_binary()
+        return [str(BINARY), "--host", "127.0.0.1", "--port", "0",
+                "--scheduler-file", str(self.scheduler_file), *self.args]
+
+    def start(self, timeout: float = 30) -> "GoScheduler":
+        command = self.command()
         env = python_env(self.env)
         self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
-            [
-                str(BINARY),
-                "--host", "127.0.0.1",
-                "--port", "0",
-                "--scheduler-file", str(self.scheduler_file),
-                *self.args,
-            ],
+            command,
             stdout=self.log,
             stderr=subprocess.STDOUT,
             env=env,
@@ -168,6 +167,16 @@ class GoScheduler:
 
     def __exit__(self, *exc):
         self.stop()
+
+
+class PyScheduler(GoScheduler):
+    """Stock `dask scheduler` (distributed's Python scheduler) on 127.0.0.1
+    with a free port and a scheduler file: the reference a test compares
+    the Go scheduler with, on the same calls."""
+
+    def command(self) -> list[str]:
+        return [str(VENV_BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(free_port()),
+                "--no-dashboard", "--scheduler-file", str(self.scheduler_file), *self.args]
 
 
 class Workers:

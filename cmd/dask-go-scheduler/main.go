@@ -243,6 +243,8 @@ func engineConfig(st compat.SchedulerSettings) scheduler.Config {
 		NoWorkStealing:               !st.WorkStealing,
 		WorkStealingInterval:         st.WorkStealingInterval,
 		NoActiveMemoryManager:        !st.ActiveMemoryManager,
+		NoAMMPolicy:                  !st.AMMPolicy,
+		MemoryRecentToOldTime:        st.MemoryRecentToOldTime,
 		ActiveMemoryManagerInterval:  st.ActiveMemoryManagerInterval,
 		DefaultTaskDurations:         st.DefaultTaskDurations,
 		TransitionLogSize:            st.LowLevelLogLength,

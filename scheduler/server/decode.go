@@ -181,7 +181,7 @@ func workerStimulus(worker string, m *protocol.Map, now time.Time) (scheduler.St
 	case "task-finished":
 		st = &scheduler.TaskFinished{Base: b, Worker: worker, Key: f.key("key"), RunID: f.int("run_id"),
 			NBytes: f.int("nbytes"), Type: bytesField(m.Get("type")), TypeName: f.str("typename"),
-			StartStops: startStops(m.Get("startstops")), Thread: m.Get("thread")}
+			StartStops: startStops(m.Get("startstops")), Thread: m.Get("thread"), Metadata: taskMetadata(m.Get("metadata"))}
 	case "task-erred":
 		st = &scheduler.TaskErred{Base: b, Worker: worker, Key: f.key("key"), RunID: f.int("run_id"),
 			Exception: m.Get("exception"), Traceback: m.Get("traceback"),

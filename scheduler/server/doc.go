@@ -110,6 +110,12 @@
 //     gather_on_worker and free_keys, P2P barriers, restart's nanny kills):
 //     one goroutine per worker, each joined (WaitGroup or a results
 //     channel of the fan-out's size) before the handler returns.
+//   - Diagnostics (diagnostics.go): the fan-outs of profile, call_stack,
+//     benchmark_hardware and the cluster dump's dump_state (callEach),
+//     joined before the handler returns; one goroutine per running
+//     MemorySampler sample (memsampler.go) and one per get_task_metadata
+//     collection (taskmetadata.go), owned by the server (goRun), each
+//     ending with its sample or collection, or with the server.
 //   - terminate starts Shutdown on a goroutine of its own, so that the RPC
 //     can answer before the server it runs in stops.
 //

@@ -93,6 +93,9 @@ func (s *Server) implementedHandlers() map[string]comm.Handler {
 	for op, handler := range s.coordinationHandlers() {
 		h[op] = handler
 	}
+	for op, handler := range s.diagnosticsHandlers() {
+		h[op] = handler
+	}
 	return h
 }
 
@@ -140,6 +143,7 @@ func (s *Server) heartbeatWorker(ctx context.Context, req *comm.Request) (any, e
 	if metrics != nil {
 		hb.Metrics = metrics
 		hb.Bandwidth, hb.HasBandwidth = toFloat(lookupPath(metrics, "bandwidth", "total"))
+		hb.Memory = heartbeatMemory(metrics)
 	}
 	return s.answerHeartbeat(ctx, hb)
 }

@@ -197,7 +197,9 @@ func taskFinishedFast(worker string, item []byte, now time.Time, reuse *streamRe
 			tf.StartStops, err = startStopsFast(&f)
 		case "thread":
 			tf.Thread, err = reuse.readThread(&f)
-		default: // metadata, status: the engine reads neither
+		case "metadata":
+			tf.Metadata, err = taskMetadataFast(&f)
+		default: // status: the engine does not read it
 			err = f.Skip()
 		}
 		return err
@@ -270,7 +272,7 @@ func heartbeatFast(raw []byte) (*scheduler.WorkerHeartbeat, bool) {
 			var m []byte
 			if m, err = f.Raw(); err == nil && !isNil(m) {
 				hb.Metrics = protocol.Raw(m)
-				hb.Bandwidth, hb.HasBandwidth, err = bandwidthTotal(m)
+				hb.Bandwidth, hb.HasBandwidth, hb.Memory, err = readMetrics(m)
 			}
 		case "executing":
 			var v any
@@ -293,30 +295,74 @@ var errNotLazy = errors.New("not for the lazy reader")
 
 func isNil(raw []byte) bool { return len(raw) == 1 && raw[0] == 0xc0 }
 
-// bandwidthTotal reads metrics["bandwidth"]["total"]; an error (a metrics
-// that is not a dict, a bandwidth or total of another type) sends the
-// heartbeat to the generic reader.
-func bandwidthTotal(metrics []byte) (total float64, ok bool, err error) {
+// readMetrics reads metrics["bandwidth"]["total"] and the memory figures
+// (metrics["memory"], metrics["spilled_bytes"]["memory"] and ["disk"]:
+// nil unless all three are there). An error (a metrics that is not a
+// dict, a field of another type) sends the heartbeat to the generic
+// reader.
+func readMetrics(metrics []byte) (total float64, ok bool, mem *scheduler.HeartbeatMemory, err error) {
 	f, err := protocol.NewFields(metrics)
 	if err != nil {
+		return 0, false, nil, err
+	}
+	var hm scheduler.HeartbeatMemory
+	seen := 0
+	err = f.Each(func(k []byte) (err error) {
+		switch string(k) {
+		case "bandwidth":
+			total, ok, err = bandwidthTotal(&f)
+		case "memory":
+			hm.Process, err = f.Int()
+			seen++
+		case "spilled_bytes":
+			var n int
+			n, err = spilledBytes(&f, &hm)
+			seen += n
+		default:
+			err = f.Skip()
+		}
+		return err
+	})
+	if err == nil && seen == 3 {
+		mem = &hm
+	}
+	return total, ok, mem, err
+}
+
+func bandwidthTotal(f *protocol.Fields) (total float64, ok bool, err error) {
+	var bw protocol.Fields
+	if err := f.MapInto(&bw); err != nil {
 		return 0, false, err
 	}
-	err = f.Each(func(k []byte) error {
-		if string(k) != "bandwidth" {
-			return f.Skip()
+	err = bw.Each(func(k []byte) (err error) {
+		if string(k) != "total" {
+			return bw.Skip()
 		}
-		var bw protocol.Fields
-		if err := f.MapInto(&bw); err != nil {
-			return err
-		}
-		return bw.Each(func(k []byte) (err error) {
-			if string(k) != "total" {
-				return bw.Skip()
-			}
-			total, err = bw.Float()
-			ok = err == nil
-			return err
-		})
+		total, err = bw.Float()
+		ok = err == nil
+		return err
 	})
 	return total, ok, err
+}
+
+// spilledBytes reads spilled_bytes' memory and disk into hm; n counts them.
+func spilledBytes(f *protocol.Fields, hm *scheduler.HeartbeatMemory) (n int, err error) {
+	var sb protocol.Fields
+	if err := f.MapInto(&sb); err != nil {
+		return 0, err
+	}
+	err = sb.Each(func(k []byte) (err error) {
+		switch string(k) {
+		case "memory":
+			hm.SpilledMemory, err = sb.Int()
+			n++
+		case "disk":
+			hm.SpilledDisk, err = sb.Int()
+			n++
+		default:
+			err = sb.Skip()
+		}
+		return err
+	})
+	return n, err
 }

@@ -14,7 +14,7 @@ import (
 func taskFinishedOp(changes ...any) *protocol.Map {
 	m := protocol.NewMap("op", "task-finished", "key", []any{"inc-5b2c", int64(7)}, "run_id", int64(300),
 		"nbytes", int64(28), "type", []byte("\x80\x05builtins.int"), "typename", "int",
-		"metadata", protocol.NewMap("k", []any{int64(1)}), "thread", int64(140245337904832),
+		"metadata", protocol.NewMap(), "thread", int64(140245337904832),
 		"startstops", []any{protocol.NewMap("action", "compute", "start", 1.7e9, "stop", 1.7e9+0.001)},
 		"status", "OK", "stimulus_id", "task-finished-1700000000.0")
 	for i := 0; i+1 < len(changes); i += 2 {
@@ -63,6 +63,8 @@ func TestTaskFinishedFastMatchesGeneric(t *testing.T) {
 		"small numbers":       taskFinishedOp("run_id", int64(-3), "nbytes", int64(0)),
 		"op not first":        protocol.NewMap("key", "y", "op", "task-finished", "run_id", int64(1)),
 		"unknown extra field": taskFinishedOp("extra", []any{protocol.NewMap("deep", []any{})}),
+		"metadata":            taskFinishedOp("metadata", protocol.NewMap("k", []any{int64(1)})),
+		"metadata none":       taskFinishedOp("metadata", nil),
 	}
 	for name, m := range cases {
 		t.Run(name, func(t *testing.T) {

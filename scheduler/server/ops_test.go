@@ -34,6 +34,12 @@ func TestOpsTable(t *testing.T) {
 		if op.Feature == "" && op.Status != StatusImplemented {
 			t.Errorf("%s: a %s op must name its feature", id, op.Status)
 		}
+		if op.Status != StatusImplemented && op.Status != StatusNoop && op.Note == "" {
+			t.Errorf("%s: a %s op must say why, and what to do instead", id, op.Status)
+		}
+		if strings.Contains(op.Note, "not implemented") {
+			t.Errorf("%s: %q: every op is served, or refused with a reason", id, op.Note)
+		}
 		switch op.Kind {
 		case "rpc":
 			if h[op.Op] == nil {

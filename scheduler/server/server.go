@@ -202,7 +202,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if !ec.NoWorkStealing {
 		s.goRun(func() { s.periodic(ec.WorkStealingInterval, stealTickAt) })
 	}
-	if !ec.NoActiveMemoryManager {
+	if !ec.NoAMMPolicy { // AMMTick runs it while started (amm_handler)
 		s.goRun(func() { s.periodic(ec.ActiveMemoryManagerInterval, ammTickAt) })
 	}
 	s.goRun(func() { s.memory.run(s) })

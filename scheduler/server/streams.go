@@ -311,6 +311,7 @@ func addWorkerStimulus(m *protocol.Map, now time.Time) (*scheduler.AddWorker, er
 		Status:         f.str("status"),
 		Extra:          f.mapOf("extra"),
 		Versions:       f.mapOf("versions"),
+		Metrics:        m.Get("metrics"), Memory: heartbeatMemory(f.mapOf("metrics")),
 	}
 	switch name := m.Get("name").(type) {
 	case string:

@@ -8,6 +8,7 @@ the same workloads, stock workers and stock Client.
     scripts/bench.sh --workloads waiting      # what the scheduler holds per waiting task (scripts/bench/waiting.py)
     scripts/bench.sh --workloads stealing     # work stealing on and off, Go and Python (scripts/bench/stealing.py)
     scripts/bench.sh --workloads latency      # round trips of small computations (scripts/bench/latency.py)
+    scripts/bench.sh --workloads debug-dump   # a 100k-task cluster dump while another client works (scripts/bench/debug_dump.py)
     scripts/bench.sh --workloads dask-tests   # dask's array tests through each scheduler (scripts/bench/dask_tests.py)
     scripts/bench.sh --workloads many-workers # 2 to 1,000 stock workers on one scheduler (scripts/bench/many_workers.py)
     scripts/bench.sh --workloads faults       # SIGSTOPped workers and clients: another client's round trip (scripts/bench/faults.py)
@@ -44,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import dask_tests  # noqa: E402
 import faults  # noqa: E402
+import debug_dump  # noqa: E402
 import graph_path  # noqa: E402
 import latency  # noqa: E402
 import many_connections  # noqa: E402
@@ -260,6 +262,10 @@ def parse_args(argv=None):
                     help=f"with --workloads faults: cases of {', '.join(faults.CASES)}")
     ap.add_argument("--latency-cases", default=",".join(latency.DEFAULT_CASES),
                     help=f"with --workloads latency: cases of {', '.join(latency.CASES)}")
+    ap.add_argument("--debug-dump-cases", default=",".join(debug_dump.DEFAULT_CASES),
+                    help=f"with --workloads debug-dump: cases of {', '.join(debug_dump.CASES)}")
+    ap.add_argument("--debug-dump-schedulers", default="go",
+                    help="with --workloads debug-dump: which schedulers (default go; py dumps 100k tasks in minutes)")
     ap.add_argument("--many-workers-sizes", default=",".join(map(str, many_workers.DEFAULT_SIZES)),
                     help="with --workloads many-workers: numbers of workers (smoke: "
                          f"{','.join(map(str, many_workers.SMOKE_SIZES))})")
@@ -304,6 +310,7 @@ def parse_args(argv=None):
     args.stealing = pick_cases(ap, args, stealing, "stealing_cases")
     args.latency = pick_cases(ap, args, latency, "latency_cases")
     args.faults = pick_cases(ap, args, faults, "faults_cases")
+    args.debug_dump = pick_cases(ap, args, debug_dump, "debug_dump_cases")
     args.dask_tests = dask_tests.NAME in args.workloads
     args.many_connections = many_connections.NAME in args.workloads
     if args.many_connections:
@@ -407,6 +414,13 @@ def main(argv=None) -> int:
                             on_record=lambda r: faults.write(out, r, machine))
         faults.write(out, fl, machine)
         paths += fl
+    if args.debug_dump:
+        dd_out = args.results or BENCH / "results" / "debug-ops"
+        dumps = debug_dump.run_all(tmp, args.debug_dump_cases, args.repetitions, args.smoke, timeout=args.timeout,
+                                   on_record=lambda r: debug_dump.write(dd_out, r, machine),
+                                   schedulers=tuple(k for k in args.debug_dump_schedulers.split(",") if k))
+        debug_dump.write(dd_out, dumps, machine)
+        paths += dumps
     if args.many_workers:
         mw = many_workers.run_all(
             tmp, args.many_workers_sizes, args.repetitions, args.many_workers_idle, args.many_workers_map,
