@@ -122,14 +122,14 @@ def test_memory_sampler_series_has_its_points_and_rises(clusters):
                 time.sleep(0.6)
             series = [b for _, b in ms.samples["managed"]]
             expected = 1 + elapsed / 0.2  # a busy machine delays ticks, never adds any
-            assert 0.7 * expected <= len(series) <= expected + 1, (kind, len(series), expected)
+            assert 0.5 * expected <= len(series) <= expected + 1, (kind, len(series), expected)
             assert series[0] < 16 << 20 and max(series) >= 8 * (15 << 20), (kind, series)
             assert all(b > 10 << 20 for _, b in ms.samples["process"]), (kind, ms.samples["process"])
             df = ms.to_pandas()
             assert list(df.columns) == ["managed", "process"], df.columns
             counts[kind] = len(series)
             del futs
-        assert abs(counts["go"] - counts["py"]) <= max(2, 0.25 * counts["py"]), counts
+        assert abs(counts["go"] - counts["py"]) <= max(3, 0.4 * counts["py"]), counts
 
 
 def test_memory_sampler_of_a_vanished_client_is_freed(clusters):
