@@ -58,10 +58,11 @@ from workloads import WORKLOADS, Context, warm_up, worker_counters  # noqa: E402
 class Cluster:
     """A fresh scheduler of one configuration, n stock workers and a Client."""
 
-    def __init__(self, config: str, tmp: Path, n_workers: int, memory_limit: int, nanny: bool = True):
+    def __init__(self, config: str, tmp: Path, n_workers: int, memory_limit: int, nanny: bool = True,
+                 extra_env: dict | None = None):
         kind, env = resolve_config(config)
         self.config, self.tmp = config, tmp
-        self.scheduler = Scheduler(kind, env, tmp)
+        self.scheduler = Scheduler(kind, {**env, **(extra_env or {})}, tmp)
         self.workers = Workers(tmp, self.scheduler.scheduler_file, n_workers, memory_limit, nanny=nanny)
         self.n_workers = n_workers
         self.client = None
