@@ -73,7 +73,8 @@ func (s *State) transitionWaitingProcessing(ts *TaskState, _ *transArgs) {
 func (s *State) assign(ts *TaskState, p Placement) {
 	s.placed = p.Reason
 	s.addToProcessing(ts, p.Worker)
-	if p.Reason.Rule == RuleFreeSlot || p.Reason.Rule == RuleCoFamily || p.Reason.Rule == RuleCoTakenOver {
+	switch p.Reason.Rule {
+	case RuleFreeSlot, RuleCoFamily, RuleCoTakenOver, RuleCoPaced, RuleCoPacedMemory:
 		ts.viaQueuePolicy = true
 	}
 }
