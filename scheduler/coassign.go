@@ -86,6 +86,10 @@ type coAssign struct {
 	runSeq uint64
 	genSeq uint64
 	cursor int // rotates which worker gets the first chunk of a partition
+
+	// rootBytes: Σ WorkerState.coRootBytes, the outputs of co-assigned
+	// roots the workers hold (pacing's memory bound, coassign_pace.go)
+	rootBytes int64
 }
 
 func newCoAssign() coAssign {
@@ -290,7 +294,8 @@ func (s *State) coPlace(b *coBlock) {
 
 // coNext picks the task ws runs next, and says why: the head of its most
 // urgent run, or, when ws has run dry, the first task of the far half of
-// the largest run anywhere. nil means no task is owned.
+// the largest run anywhere; or, when that task is too far ahead of the
+// front, what pacing gives it instead. nil means no task is owned.
 func (s *State) coNext(ws *WorkerState) (*TaskState, Reason) {
 	why := Reason{Rule: RuleCoFamily, N2: float64(ws.processing.Len())}
 	r := s.coTopRun(runHeapOf(ws))
@@ -301,8 +306,8 @@ func (s *State) coNext(ws *WorkerState) (*TaskState, Reason) {
 		}
 		why = Reason{Rule: RuleCoTakenOver, Other: victim.owner.Address}
 	}
-	if nr := s.coPace(r, ws); nr != nil {
-		r = nr
+	if nr, paced := s.coPace(r, ws); nr != nil {
+		r, why = nr, paced
 	}
 	ts := r.block.tasks[r.lo]
 	if t := r.block.fams; t != nil {
@@ -315,6 +320,7 @@ func (s *State) coNext(ws *WorkerState) (*TaskState, Reason) {
 	}
 	r.block.tasks[r.lo] = nil
 	ts.coBlock = nil
+	ts.coRoot = true
 	s.co.owned--
 	s.coRefresh(r)
 	return ts, why

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 )
@@ -43,4 +44,60 @@ func TestCoPaceGivesAnUnstartedFamilyToAWorkerAhead(t *testing.T) {
 	eq(t, len(sm.sent[slow]), 1, "roots sent to the slow worker")
 	sm.drain("w1", "w2", "w3", "w4")
 	sm.wantStatus("xsum7-0", "memory")
+}
+
+// pairsGraph is the transcript coassign_paced_memory's graph: 24 roots,
+// p-i takes x-i and x-(i+12), q takes every p. Its two families of 12
+// roots go one to each of two workers, each worker's early roots waiting
+// in memory for its later ones.
+func pairsGraph() []GraphTask {
+	tasks := rootTasks("x", 24)
+	var ps []string
+	for i := 0; i < 12; i++ {
+		p := fmt.Sprintf("p-%d", i)
+		tasks = append(tasks, task(p, fmt.Sprintf("x-%d", i), fmt.Sprintf("x-%d", i+12)))
+		ps = append(ps, p)
+	}
+	return append(tasks, task("q", ps...))
+}
+
+// finishSized is task-finished for key on its worker with nbytes.
+func (s *tstate) finishSized(key string, nbytes int64) Outbox {
+	s.t.Helper()
+	ts := s.Task(k(key))
+	return s.handle(&TaskFinished{Worker: ts.processingOn.Address, Key: k(key), RunID: ts.runID, NBytes: nbytes,
+		Type: []byte("pickled-int"), TypeName: "int", StartStops: []StartStop{{Action: "compute", Start: 1, Stop: 1.5}}})
+}
+
+func TestCoPaceByMemoryTakesTheFrontOnlyWithAMemoryLimit(t *testing.T) {
+	// w1 is stuck on x-0 while w2 runs x-6..x-10 (6 MB each, waiting for
+	// x-18..x-22): 15 MB more than its share, above the bound of 12 MB
+	// (two rounds of its slot). With a memory limit it takes the front,
+	// x-1; without one, nothing bounds it and it goes on with x-11.
+	for _, limit := range []int64{1 << 30, 0} {
+		t.Run(fmt.Sprintf("limit=%d", limit), func(t *testing.T) {
+			s := newTestState(t, withSaturation(1.0), withCoAssignment(true))
+			for _, w := range []string{"w1", "w2"} {
+				s.addWorker(w, 1, func(aw *AddWorker) { aw.MemoryLimit = limit })
+			}
+			s.submit("c1", pairsGraph())
+			var out Outbox
+			for i := 6; i <= 10; i++ {
+				out = s.finishSized(fmt.Sprintf("x-%d", i), 6_000_000)
+			}
+			sent := computeTasksTo(out, "w2")
+			if len(sent) != 1 {
+				t.Fatalf("w2 was sent %d tasks, want 1", len(sent))
+			}
+			want := "x-1"
+			if limit == 0 {
+				want = "x-11"
+			}
+			eq(t, msgKey(sent[0]), want, "w2's next root")
+			if limit > 0 {
+				story := s.Story(k("x-1"))
+				eq(t, story[len(story)-1].Reason.Rule, RuleCoPacedMemory, "x-1's placement rule")
+			}
+		})
+	}
 }

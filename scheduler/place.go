@@ -78,6 +78,15 @@ const (
 	// RuleStolen: work stealing moved it from Other (N1: the victim's
 	// occupancy, N2: the thief's, seconds).
 	RuleStolen
+	// RuleCoPaced: co-assignment, the worker's next root was N1 ranks
+	// ahead of the most urgent root still queued, beyond the families'
+	// window of N2 ranks: it took an unstarted family from there on.
+	RuleCoPaced
+	// RuleCoPacedMemory: co-assignment, the worker held N1 bytes of the
+	// co-assigned roots' outputs more than its share, above the memory
+	// bound of N2, and its next root was ahead of the front: it took the
+	// front root itself.
+	RuleCoPacedMemory
 )
 
 // Reason is why a placement was made; String renders it.
@@ -91,7 +100,7 @@ var ruleNames = [...]string{
 	RuleNone: "", RuleNoWorker: "no-worker", RuleLocality: "locality", RuleRestricted: "restricted",
 	RuleIdle: "idle", RuleGroupWorker: "group-worker", RuleRootishObjective: "rootish-objective",
 	RuleFreeSlot: "free-slot", RuleQueued: "queued", RuleCoQueued: "co-queued", RuleCoFamily: "co-family",
-	RuleCoTakenOver: "co-taken-over", RuleStolen: "stolen",
+	RuleCoTakenOver: "co-taken-over", RuleStolen: "stolen", RuleCoPaced: "co-paced", RuleCoPacedMemory: "co-paced-memory",
 }
 
 // Name is the rule's short name, as transcripts print it.
@@ -138,6 +147,12 @@ func (r Reason) String() string {
 		return fmt.Sprintf("co-assignment: family %d's worker (%d processing)", int(r.N1), int(r.N2))
 	case RuleCoTakenOver:
 		return fmt.Sprintf("co-assignment: a run taken over from %s", r.Other)
+	case RuleCoPaced:
+		return fmt.Sprintf("co-assignment, paced: its next root was %d ranks ahead of the front, beyond the families' window of %d; it took an unstarted family from the front on",
+			int(r.N1), int(r.N2))
+	case RuleCoPacedMemory:
+		return fmt.Sprintf("co-assignment, paced by memory: its worker held %s of roots' outputs more than its share, above %s; it took the front root",
+			bytesText(r.N1), bytesText(r.N2))
 	case RuleStolen:
 		return fmt.Sprintf("stolen from %s: occupancy %.3gs there vs %.3gs here", r.Other, r.N1, r.N2)
 	}

@@ -144,6 +144,9 @@ type TaskState struct {
 	// notQueueable is distributed's _queueable = False: P2P output tasks,
 	// placed with the queuing-disabled policy even when they are root-ish.
 	notQueueable bool
+	// coRoot: a root co-assignment handed out; its outputs count in
+	// WorkerState.coRootBytes (coassign_pace.go)
+	coRoot bool
 }
 
 // taskExtra holds the TaskState fields that few tasks use: restrictions,
@@ -228,10 +231,13 @@ func (s *State) setNBytes(ts *TaskState, n int64) {
 	diff := n
 	if ts.nbytes >= 0 {
 		diff -= ts.nbytes
+	} else {
+		ts.group.nbytesTasks++
 	}
 	ts.group.nbytesTotal += diff
 	for _, ws := range ts.whoHas.Items() {
 		ws.nbytes += diff
+		s.coRootHeld(ts, ws, diff)
 	}
 	ts.nbytes = n
 }
@@ -312,6 +318,7 @@ type TaskGroup struct {
 	states       [numStatus]int
 	dependencies map[*TaskGroup]struct{}
 	nbytesTotal  int64
+	nbytesTasks  int64 // tasks whose nbytes nbytesTotal counts: their mean is nbytesTotal / nbytesTasks
 	types        map[string]int
 
 	// co-assignment state of decide_worker_rootish_queuing_disabled; kept

@@ -194,11 +194,13 @@ func (s *State) validateWaiterOfDeps(ts *TaskState) {
 
 func (s *State) validateWorkers() {
 	threads := 0
+	var rootHeld int64
 	if s.workerOrder.Len() != len(s.workers) {
 		panic("scheduler invariant broken: worker order and index disagree")
 	}
 	for _, ws := range s.workerOrder.Items() {
 		threads += ws.NThreads
+		rootHeld += ws.coRootBytes
 		running := ws.status == "running"
 		if running != s.running.Has(ws) {
 			panic(fmt.Sprintf("scheduler invariant broken: worker %s status %s vs running set", ws.Address, ws.status))
@@ -210,6 +212,9 @@ func (s *State) validateWorkers() {
 	}
 	if threads != s.totalNThreads {
 		panic(fmt.Sprintf("scheduler invariant broken: total threads %d != %d", s.totalNThreads, threads))
+	}
+	if rootHeld != s.co.rootBytes {
+		panic(fmt.Sprintf("scheduler invariant broken: workers hold %d bytes of co-assigned roots, total %d", rootHeld, s.co.rootBytes))
 	}
 	for i, set := range []*workerSet{&s.running, &s.idle, &s.idleTaskCount, &s.saturated} {
 		set.validate([]string{"running", "idle", "idle_task_count", "saturated"}[i])
@@ -224,10 +229,17 @@ func (s *State) validateWorkers() {
 func (s *State) validateWorkerTasks(ws *WorkerState) {
 	ws.hasWhat.validate(s, "has_what of "+ws.Address)
 	ws.processing.validate(s, "processing of "+ws.Address)
+	var rootBytes int64
 	for _, ts := range ws.hasWhat.Items() {
 		if !ts.whoHas.Has(ws) {
 			s.broken(ts, "in has_what of %s but not in who_has", ws.Address)
 		}
+		if ts.coRoot {
+			rootBytes += s.getNBytes(ts)
+		}
+	}
+	if rootBytes != ws.coRootBytes {
+		panic(fmt.Sprintf("scheduler invariant broken: %s holds %d bytes of co-assigned roots, counted %d", ws.Address, rootBytes, ws.coRootBytes))
 	}
 	needs := map[*TaskState]int{}
 	var pcs []prefixCount

@@ -66,6 +66,8 @@ type WorkerState struct {
 	slotPos int
 	slot    slotEntry // ws's entry in State.slots while slotPos > 0
 	coRuns  *ixheap[*coRun]
+	// coRootBytes: the outputs of co-assigned roots it holds (coassign_pace.go)
+	coRootBytes int64
 	// steal is the worker's work-stealing state (steal.go); nil while
 	// stealing is off.
 	steal *stealWorker
@@ -182,6 +184,7 @@ func (s *State) addReplica(ts *TaskState, ws *WorkerState) {
 	}
 	ts.whoHas.addNew(ws) // absent: who_has mirrors has_what, checked above
 	ws.nbytes += nb
+	s.coRootHeld(ts, ws, nb)
 	ws.hasWhat.addNew(ts)
 	if ts.whoHas.Len() == 2 {
 		s.replicated.Add(ts)
@@ -189,7 +192,9 @@ func (s *State) addReplica(ts *TaskState, ws *WorkerState) {
 }
 
 func (s *State) removeReplica(ts *TaskState, ws *WorkerState) {
-	ws.nbytes -= s.getNBytes(ts)
+	nb := s.getNBytes(ts)
+	ws.nbytes -= nb
+	s.coRootHeld(ts, ws, -nb)
 	ws.hasWhat.Remove(ts)
 	if ts.whoHas.Remove(ws) && ts.whoHas.Len() == 1 {
 		s.replicated.Remove(ts)
@@ -203,6 +208,7 @@ func (s *State) removeAllReplicas(ts *TaskState) {
 	}
 	for _, ws := range ts.whoHas.Items() {
 		ws.nbytes -= nb
+		s.coRootHeld(ts, ws, -nb)
 		ws.hasWhat.Remove(ts)
 	}
 	ts.whoHas.Clear()

@@ -244,14 +244,22 @@ ROOT_RATES = {"basic-sum": 4e9, "jobqueue": 1e9, "dataframe-align": 100e6, "shuf
 
 # ---- small workloads: the benchmark suite's ---------------------------------
 
-def small(name, memory, nthreads, bench_scale=1.0):
-    """The benchmark suite's workload, sized for its default cluster. The
-    suite keeps the collection inside its run() closure; we take it from
-    there (scripts/bench is read-only for us)."""
+def bench_workloads():
+    """scripts/bench/workloads.py, imported once."""
+    if "bench_workloads" in sys.modules:
+        return sys.modules["bench_workloads"]
     spec = importlib.util.spec_from_file_location("bench_workloads", ROOT / "scripts" / "bench" / "workloads.py")
     mod = importlib.util.module_from_spec(spec)
     sys.modules["bench_workloads"] = mod
     spec.loader.exec_module(mod)
+    return mod
+
+
+def small(name, memory, nthreads, bench_scale=1.0):
+    """The benchmark suite's workload, sized for its default cluster. The
+    suite keeps the collection inside its run() closure; we take it from
+    there (scripts/bench is read-only for us)."""
+    mod = bench_workloads()
     ctx = mod.Context(memory=memory, nthreads=nthreads, smoke=False, scale=bench_scale)
     prep = mod.WORKLOADS[name](ctx)
     if name == "jobqueue":
@@ -456,14 +464,15 @@ def measured_durations(path, keys):
     return out
 
 
-def export(name, scale, out, memory, nthreads, bench_scale=1.0, durations_from=None, calibration=None):
+def export(name, scale, out, memory, nthreads, bench_scale=1.0, durations_from=None, calibration=None,
+           calibrate_as=None):
     from dask.utils import key_split
 
     t0 = time.monotonic()
     w = FULL[name]() if scale == "full" else small(name, memory, nthreads, bench_scale)
     dsk, prio = materialize(w.collection)
     layers = array_layers(w.collection)
-    cal = Calibration(calibration, name) if calibration else None
+    cal = Calibration(calibration, calibrate_as or name) if calibration else None
     est = estimate(w, dsk, layers, cal)
     if cal is not None:
         w.notes = {**w.notes, "calibration": {"from": str(cal.path.relative_to(ROOT) if cal.path.is_absolute()
@@ -506,7 +515,8 @@ def export(name, scale, out, memory, nthreads, bench_scale=1.0, durations_from=N
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("workload", nargs="+", help=f"one of {', '.join(FULL)} or 'all'")
+    ap.add_argument("workload", nargs="+", help=f"one of {', '.join(FULL)} or 'all' (small scale: any workload of "
+                                               "scripts/bench/workloads.py)")
     ap.add_argument("--scale", choices=["small", "full"], default="full")
     ap.add_argument("--out", type=Path, help="output file (one workload) or directory")
     ap.add_argument("--memory", type=float, default=4.0, help="small scale: total worker memory, GiB (bench default 4)")
@@ -517,6 +527,9 @@ def main(argv=None):
     ap.add_argument("--calibration", type=Path,
                     help="scripts/sim/calibration.json: measured per-prefix CPU cost, output size and working memory "
                          "replace the model's (scripts/sim/calibrate.py)")
+    ap.add_argument("--calibrate-as", metavar="WORKLOAD",
+                    help="with --calibration: use this workload's measured prefixes (a variant of a calibrated "
+                         "workload, e.g. anom-persist as anom-mean: the same operations on other chunk sizes)")
     ap.add_argument("--hash-seed", type=int, default=1,
                     help="PYTHONHASHSEED to order the graph under: dask.order's priorities depend on the string "
                          "hash seed (the schedulers draw one per process), so a fixed one makes the export "
@@ -529,15 +542,16 @@ def main(argv=None):
         os.execve(sys.executable, [sys.executable, str(Path(__file__).resolve()),
                                    *(argv if argv is not None else sys.argv[1:])], env)
     names = list(FULL) if args.workload == ["all"] else args.workload
+    known = FULL if args.scale == "full" else bench_workloads().WORKLOADS  # small: every benchmark workload
     for n in names:
-        if n not in FULL:
-            ap.error(f"unknown workload {n!r}; known: {', '.join(FULL)}")
+        if n not in known:
+            ap.error(f"unknown workload {n!r} at scale {args.scale}; known: {', '.join(known)}")
     outdir = ROOT / "scripts" / "sim" / "graphs"
     for n in names:
         out = args.out if (args.out and len(names) == 1 and args.out.suffix == ".gz") else \
             (args.out or outdir) / f"{n}-{args.scale}.jsonl.gz"
         export(n, args.scale, out, int(args.memory * GiB), args.nthreads, args.bench_scale,
-               args.durations_from if len(names) == 1 else None, args.calibration)
+               args.durations_from if len(names) == 1 else None, args.calibration, args.calibrate_as)
 
 
 if __name__ == "__main__":

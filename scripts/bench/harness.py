@@ -14,10 +14,10 @@ the same workloads, stock workers and stock Client.
     scripts/bench.sh --workloads faults       # SIGSTOPped workers and clients: another client's round trip (scripts/bench/faults.py)
     scripts/bench.sh --workloads many-connections  # 10,000 fake workers held 10 min (scripts/bench/many_connections.py)
 
-For every (workload, configuration, repetition) it records wall time, the
-worker processes' summed RSS every 100 ms (psutil, from outside) and its
-peak, bytes transferred and spilled (workers' own counters, see
-workloads.worker_counters), the scheduler's CPU seconds and peak RSS (and
+For every (workload, configuration, repetition) it records wall time, each
+worker process's RSS every 100 ms (psutil, from outside), the peak of their
+sum and the largest single worker's own peak, bytes transferred and
+spilled (workers' own counters, see workloads.worker_counters), the scheduler's CPU seconds and peak RSS (and
 separately those of the Go scheduler's materializer helper). Results go to
 --results (default scripts/bench/results; smoke: a temporary directory):
 latest.json, timeseries.json, overhead.json, latest.md and PNG plots.
@@ -54,17 +54,19 @@ import overhead  # noqa: E402
 import stealing  # noqa: E402
 import waiting  # noqa: E402
 import report  # noqa: E402
-from procs import BENCH, CONFIGS, DIAGNOSTIC_CONFIGS, Sampler, Scheduler, Workers, known_config, resolve_config  # noqa: E402
+from procs import (BENCH, CONFIGS, DIAGNOSTIC_CONFIGS, Sampler, Scheduler, Workers, known_config,  # noqa: E402
+                   path_label, resolve_config)
 from workloads import WORKLOADS, Context, warm_up, worker_counters  # noqa: E402
 
 
 class Cluster:
     """A fresh scheduler of one configuration, n stock workers and a Client."""
 
-    def __init__(self, config: str, tmp: Path, n_workers: int, memory_limit: int, nanny: bool = True):
+    def __init__(self, config: str, tmp: Path, n_workers: int, memory_limit: int, nanny: bool = True,
+                 extra_env: dict | None = None):
         kind, env = resolve_config(config)
         self.config, self.tmp = config, tmp
-        self.scheduler = Scheduler(kind, env, tmp)
+        self.scheduler = Scheduler(kind, {**env, **(extra_env or {})}, tmp)
         self.workers = Workers(tmp, self.scheduler.scheduler_file, n_workers, memory_limit, nanny=nanny)
         self.n_workers = n_workers
         self.client = None
@@ -130,6 +132,7 @@ def run_workload(cluster: Cluster, name: str, ctx: Context, rep: int, timeout: f
         rec.update(
             wall_s=wall,
             peak_memory_bytes=max(sampler.worker_rss),
+            peak_worker_memory_bytes=sampler.largest_worker_peak(),
             transferred_bytes=after["transferred"] - before["transferred"],
             spilled_bytes=after["spilled"] - before["spilled"],
             scheduler_cpu_s=cpu1 - cpu0,
@@ -140,7 +143,7 @@ def run_workload(cluster: Cluster, name: str, ctx: Context, rep: int, timeout: f
             checksum=value,
         )
         series = {"t": [round(t, 3) for t in sampler.times], "worker_rss": sampler.worker_rss,
-                  "scheduler_rss": sampler.scheduler_rss}
+                  "per_worker_rss": sampler.per_worker_rss, "scheduler_rss": sampler.scheduler_rss}
         problem = prepared.check(value)
         rec["ok"] = problem is None
         if problem:
@@ -190,7 +193,7 @@ def run_matrix(args, ctx: Context, tmp: Path, checkpoint=lambda records, series:
         for config in args.configs:
             pending = list(args.workloads)
             while pending:
-                d = Path(tempfile.mkdtemp(prefix=f"{config}-", dir=tmp))
+                d = Path(tempfile.mkdtemp(prefix=f"{path_label(config)}-", dir=tmp))
                 t0 = time.perf_counter()
                 with Cluster(config, d, args.workers, args.memory_limit, nanny=not args.smoke) as cluster:
                     print(f"  {config}: cluster up in {time.perf_counter() - t0:.1f} s", flush=True)
@@ -203,7 +206,7 @@ def run_matrix(args, ctx: Context, tmp: Path, checkpoint=lambda records, series:
     for name in args.workloads:
         for rep in range(args.repetitions):
             for config in args.configs:  # interleaved: A B C D E, A B C D E, ...
-                d = Path(tempfile.mkdtemp(prefix=f"{name}-{config}-{rep}-", dir=tmp))
+                d = Path(tempfile.mkdtemp(prefix=f"{name}-{path_label(config)}-{rep}-", dir=tmp))
                 try:
                     with Cluster(config, d, args.workers, args.memory_limit) as cluster:
                         rec, ts = run_workload(cluster, name, ctx, rep, args.timeout)

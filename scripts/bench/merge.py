@@ -6,9 +6,11 @@ time, the overhead benchmarks on their own); this writes the union as one
 latest.json / timeseries.json / overhead.json / latest.md with the plots.
 Directories are read in order; a later one replaces an earlier one's
 records of the same workload (a re-run), and its overhead results if it has
-any. The report lists every part's command.
+any; with --pool their runs are pooled instead (more repetitions of one
+benchmark), each later directory's repetitions numbered on. The report
+lists every part's command.
 
-    .venv/bin/python scripts/bench/merge.py DIR... --out scripts/bench/results
+    .venv/bin/python scripts/bench/merge.py DIR... --out scripts/bench/results [--pool]
 """
 
 from __future__ import annotations
@@ -33,7 +35,25 @@ def load_part(d: Path) -> tuple[list[dict], dict, list[dict], dict]:
     return records, series, over, machine
 
 
-def merge(dirs: list[Path]) -> tuple[list[dict], dict, list[dict], dict]:
+def pooled(records: list[dict], recs: list[dict], ser: dict) -> tuple[list[dict], dict]:
+    """recs and their series with each (workload, configuration)'s
+    repetitions numbered on from those records already has."""
+    nxt: dict[tuple, int] = {}
+    for r in records:
+        key = (r["workload"], r["configuration"])
+        nxt[key] = max(nxt.get(key, 0), r["repetition"] + 1)
+    out, out_ser = [], {}
+    for r in recs:
+        rep = nxt.get((r["workload"], r["configuration"]), 0) + r["repetition"]
+        ts = ser.get(f"{r['workload']}|{r['configuration']}|{r['repetition']}")
+        r = {**r, "repetition": rep}
+        out.append(r)
+        if ts is not None:
+            out_ser[f"{r['workload']}|{r['configuration']}|{rep}"] = ts
+    return out, out_ser
+
+
+def merge(dirs: list[Path], pool: bool = False) -> tuple[list[dict], dict, list[dict], dict]:
     records: list[dict] = []
     series: dict = {}
     over: list[dict] = []
@@ -42,9 +62,13 @@ def merge(dirs: list[Path]) -> tuple[list[dict], dict, list[dict], dict]:
         recs, ser, ov, mach = load_part(d)
         if not mach:
             raise SystemExit(f"merge: {d} has no overhead.json (with the run's machine description)")
-        replaced = {r["workload"] for r in recs}
-        records = [r for r in records if r["workload"] not in replaced] + recs
-        series = {k: v for k, v in series.items() if k.split("|")[0] not in replaced}
+        if pool:
+            recs, ser = pooled(records, recs, ser)
+        else:
+            replaced = {r["workload"] for r in recs}
+            records = [r for r in records if r["workload"] not in replaced]
+            series = {k: v for k, v in series.items() if k.split("|")[0] not in replaced}
+        records += recs
         series.update(ser)
         if ov:
             over = ov
@@ -64,8 +88,11 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("dirs", nargs="+", type=Path)
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--pool", action="store_true",
+                    help="pool the runs of a workload that several directories have (more repetitions of the "
+                         "same benchmark) instead of the later directory replacing the earlier's")
     args = ap.parse_args(argv)
-    records, series, over, machine = merge(args.dirs)
+    records, series, over, machine = merge(args.dirs, args.pool)
     args.out.mkdir(parents=True, exist_ok=True)
     report.write(args.out, records, series, over, machine)
     print(f"{len(records)} workload records, {len(over)} overhead records -> {args.out}")

@@ -66,10 +66,27 @@ def resolve_config(name: str) -> tuple[str, dict[str, str]]:
     both schedulers draw per process unless that fixes it. Runs paired by
     seed compare the schedulers on the same priorities (the Go scheduler used
     to order under seed 0 always, most of its extra memory on dot-product).
-    KeyError for an unknown name."""
+    NAME@PATH is a Go configuration run by the binary at PATH (an older
+    build, to compare or bisect with). KeyError for an unknown name."""
+    name, binary = split_binary(name)
     base, seed = split_seed(name)
     kind, env = CONFIGS[base] if base in CONFIGS else DIAGNOSTIC_CONFIGS[base]
+    if binary is not None:
+        if kind != "go":
+            raise KeyError(f"{name}@{binary}: a binary applies to Go configurations only")
+        kind = f"go:{binary}"
     return (kind, env) if seed is None else (kind, {**env, "PYTHONHASHSEED": str(seed)})
+
+
+def path_label(config: str) -> str:
+    """A configuration's name as a file name's part (NAME@PATH holds slashes)."""
+    return re.sub(r"[^A-Za-z0-9+._-]", "_", config)
+
+
+def split_binary(name: str) -> tuple[str, str | None]:
+    """(configuration, binary) of NAME@PATH, else (name, None)."""
+    base, sep, binary = name.partition("@")
+    return (base, binary) if sep else (name, None)
 
 
 def split_seed(name: str) -> tuple[str, int | None]:
@@ -346,8 +363,8 @@ def cpu_seconds(p: psutil.Process) -> float:
 
 
 class Sampler:
-    """Samples every `interval` seconds, from outside: the summed RSS of the
-    worker processes, and the scheduler's RSS and that of its children (the
+    """Samples every `interval` seconds, from outside: the RSS of each worker
+    process and their sum, and the scheduler's RSS and that of its children (the
     Go scheduler's materializer helper), apart and summed at each instant
     (the scheduler side's memory is the sum). Timestamps are relative to
     start()."""
@@ -358,6 +375,7 @@ class Sampler:
         self.interval = interval
         self.times: list[float] = []
         self.worker_rss: list[int] = []
+        self.per_worker_rss: list[list[int]] = []  # each worker's RSS, same instants as worker_rss
         self.scheduler_rss: list[int] = []
         self.helper_rss: list[int] = []
         self.total_rss: list[int] = []  # scheduler + helper, same instant
@@ -365,18 +383,24 @@ class Sampler:
         self._thread = threading.Thread(target=self._run, name="bench-sampler", daemon=True)
 
     @staticmethod
-    def _rss(procs) -> int:
-        total = 0
+    def _rss_each(procs) -> list[int]:
+        out = []
         for p in procs:
             try:
-                total += p.memory_info().rss
+                out.append(p.memory_info().rss)
             except psutil.NoSuchProcess:
-                pass
-        return total
+                out.append(0)
+        return out
+
+    @classmethod
+    def _rss(cls, procs) -> int:
+        return sum(cls._rss_each(procs))
 
     def sample(self) -> None:
         self.times.append(time.monotonic() - self.t0)
-        self.worker_rss.append(self._rss(self.workers))
+        each = self._rss_each(self.workers)
+        self.per_worker_rss.append(each)
+        self.worker_rss.append(sum(each))
         self.scheduler_rss.append(self._rss([self.scheduler]))
         try:
             helpers = self.scheduler.children(recursive=True)
@@ -399,6 +423,11 @@ class Sampler:
         self._stop.set()
         self._thread.join()
         self.sample()
+
+    def largest_worker_peak(self) -> int:
+        """The largest single worker's peak RSS over the run (its own
+        peak, not its share of the cluster's summed peak)."""
+        return max((max(col) for col in zip(*self.per_worker_rss)), default=0)
 
     def scheduler_cpu(self) -> tuple[float, float]:
         """CPU seconds (user+system) so far of the scheduler process, and of

@@ -12,7 +12,7 @@ from pathlib import Path
 
 BASELINE = "py-queuing"
 RECORD_FIELDS = ("workload", "configuration", "repetition", "wall_s", "peak_memory_bytes",
-                 "transferred_bytes", "spilled_bytes", "scheduler_cpu_s", "scheduler_peak_rss_bytes")
+                 "peak_worker_memory_bytes", "transferred_bytes", "spilled_bytes", "scheduler_cpu_s", "scheduler_peak_rss_bytes")
 GiB, MiB = 2**30, 2**20
 
 
@@ -96,9 +96,10 @@ def workload_table(records: list[dict]) -> list[str]:
     workloads = list(dict.fromkeys(r["workload"] for r in records))
     configs = list(dict.fromkeys(r["configuration"] for r in records))
     lines = [
-        "| workload | configuration | wall s | × py-q | peak mem GiB | × py-q | transferred MiB "
-        "| spilled MiB | scheduler side CPU s (helper) | scheduler side peak RSS MiB (helper) | ok/runs |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| workload | configuration | wall s | × py-q | peak mem GiB | × py-q | largest worker peak MiB | × py-q "
+        "| transferred MiB | × py-q | spilled MiB | scheduler side CPU s (helper) "
+        "| scheduler side peak RSS MiB (helper) | ok/runs |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for w in workloads:
         base = med.get((w, BASELINE), {})
@@ -109,7 +110,10 @@ def workload_table(records: list[dict]) -> list[str]:
             lines.append(
                 f"| {w} | {c} | {fmt(m['wall_s'], 1, 1)} | {ratio(m['wall_s'], base.get('wall_s'))} "
                 f"| {fmt(m['peak_memory_bytes'], GiB)} | {ratio(m['peak_memory_bytes'], base.get('peak_memory_bytes'))} "
-                f"| {fmt(m['transferred_bytes'], MiB, 0)} | {fmt(m['spilled_bytes'], MiB, 0)} "
+                f"| {fmt(m['peak_worker_memory_bytes'], MiB, 0)} "
+                f"| {ratio(m['peak_worker_memory_bytes'], base.get('peak_worker_memory_bytes'))} "
+                f"| {fmt(m['transferred_bytes'], MiB, 0)} | {ratio(m['transferred_bytes'], base.get('transferred_bytes'))} "
+                f"| {fmt(m['spilled_bytes'], MiB, 0)} "
                 f"| {fmt(m['side_cpu_s'], 1, 1)} ({fmt(m['helper_cpu_s'], 1, 1)}) "
                 f"| {fmt(m['side_peak_rss_bytes'], MiB, 0)} ({fmt(m['helper_peak_rss_bytes'], MiB, 0)}) "
                 f"| {m['ok']}/{m['runs']} |")
@@ -160,7 +164,7 @@ def markdown(records: list[dict], over: list[dict], machine: dict, plots: list[s
         "",
         "Figures are medians over the successful repetitions; × py-q is the ratio to the "
         f"`{BASELINE}` median (lower is better). Peak mem = peak of the worker processes' summed RSS "
-        "(sampled every 100 ms); transferred = Σ workers' `transfer_outgoing_bytes_total`; spilled = "
+        "(sampled every 100 ms); largest worker peak = the highest of each worker's own peak RSS (runs recorded before it was sampled: –); transferred = Σ workers' `transfer_outgoing_bytes_total`; spilled = "
         "Σ workers' spill-buffer `(\"disk-write\", \"bytes\")`. Scheduler side = the scheduler process "
         "**plus** its children (the Go scheduler's materializer helper, shown in parentheses): CPU summed; "
         "peak RSS of the sum at each sample (runs recorded before that was sampled: the sum of the two "

@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from harness import Cluster  # noqa: E402
-from procs import BENCH, known_config  # noqa: E402
+from procs import BENCH, known_config, path_label  # noqa: E402
 from workloads import WORKLOADS, Context  # noqa: E402
 
 
@@ -72,7 +72,7 @@ def trace_one(config: str, workload: str, ctx: Context, workers: int, memory_lim
 
     samples: list[dict] = []
     stop = threading.Event()
-    with Cluster(config, Path(tempfile.mkdtemp(prefix=f"trace-{config}-", dir=tmp)), workers, memory_limit) as c:
+    with Cluster(config, Path(tempfile.mkdtemp(prefix=f"trace-{path_label(config)}-", dir=tmp)), workers, memory_limit) as c:
         prepared = WORKLOADS[workload](ctx)
         observer = Client(scheduler_file=str(c.scheduler.scheduler_file), timeout=60)
         t0 = time.perf_counter()

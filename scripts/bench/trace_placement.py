@@ -36,6 +36,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from harness import Cluster  # noqa: E402
+from procs import path_label  # noqa: E402
 from workloads import WORKLOADS, Context  # noqa: E402
 
 
@@ -66,7 +67,7 @@ def run_traced(config: str, workload: str, ctx: Context, tmp: Path) -> dict:
 
     prepared = WORKLOADS[workload](ctx)
     deps = dependencies(prepared)
-    with Cluster(config, Path(tempfile.mkdtemp(prefix=f"trace-{config}-", dir=tmp)), 4, 2**30) as c:
+    with Cluster(config, Path(tempfile.mkdtemp(prefix=f"trace-{path_label(config)}-", dir=tmp)), 4, 2**30) as c:
         t0 = time.perf_counter()
         with get_task_stream(client=c.client) as ts:
             value = prepared.run(c.client, 900)

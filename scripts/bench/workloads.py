@@ -158,6 +158,43 @@ def anom_mean(ctx: Context) -> Prepared:
     return Prepared(data.nbytes, nchunks(data), run, check, {"groups": ngroups})
 
 
+def anom_persist(ctx: Context) -> Prepared:
+    """The anomaly as a new user runs it (co-assignment's memory cost on it
+    was first seen this way): xarray with use_flox=False, a (2000, 125000)
+    float64 array in (1, 125000) chunks (1.9 GiB, 2,000 chunks of 0.95 MiB)
+    at --scale 1, rows times the scale otherwise, one group per 100 rows
+    (20), the anomaly's mean persisted and then checked. anom-mean differs:
+    2 MiB rows sized from the workers' memory, a group per 100 rows, and
+    its result gathered by compute."""
+    import xarray as xr
+
+    if ctx.smoke:
+        shape, chunks = (40, 100), (1, 100)
+    else:
+        cols = 125_000
+        shape, chunks = (max(200, round(2000 * ctx.scale)), cols), (1, cols)
+    ngroups = max(2, shape[0] // 100)
+    with xr.set_options(use_flox=False):
+        data = rng(1).random(shape, chunks=chunks)
+        arr = xr.DataArray(data, dims=["time", "x"], coords={"day": ("time", np.arange(shape[0]) % ngroups)})
+        clim = arr.groupby("day").mean(dim="time")
+        result = (arr.groupby("day") - clim).mean(dim="time")
+
+    def run(client, timeout: float) -> float:
+        import dask.array as da
+        from distributed import wait
+
+        persisted = client.persist(result.data)
+        wait(persisted, timeout=timeout)
+        value = float(client.compute(da.abs(persisted).max()).result(timeout))
+        del persisted
+        return value
+
+    def check(value: float) -> str | None:  # the mean of anomalies is 0
+        return None if value < 1e-9 else f"max |anomaly mean| = {value!r}, expected ~0"
+    return Prepared(data.nbytes, nchunks(data), run, check, {"groups": ngroups, "persisted": "yes"})
+
+
 def basic_sum(ctx: Context) -> Prepared:
     """da.ones(...).sum(axis=1) over thin column chunks (original:
     da.zeros, 5 x memory); ones instead of zeros so the answer is checkable."""
@@ -430,6 +467,7 @@ def jobqueue(ctx: Context) -> Prepared:
 
 WORKLOADS: dict[str, Callable[[Context], Prepared]] = {
     "anom-mean": anom_mean,
+    "anom-persist": anom_persist,
     "basic-sum": basic_sum,
     "climactic-mean": climactic_mean,
     "dataframe-align": dataframe_align,
