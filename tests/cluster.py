@@ -112,6 +112,19 @@ def wait_for(predicate, timeout: float, what: str, proc: subprocess.Popen | None
     raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
 
 
+def logs_when(read, holds, timeout: float = 10.0) -> str:
+    """The log once holds(log) is true, or as it stands after timeout (the
+    caller's assertion then fails and shows it). The scheduler logs through a
+    non-blocking sink that a goroutine drains every 25 ms, so a line lands a
+    little after the event it records, later still on a loaded machine."""
+    deadline = time.monotonic() + timeout
+    while True:
+        text = read()
+        if holds(text) or time.monotonic() >= deadline:
+            return text
+        time.sleep(0.05)
+
+
 class GoScheduler:
     """The Go binary on 127.0.0.1 with a free port and a scheduler file."""
 
@@ -154,6 +167,9 @@ class GoScheduler:
             return self.log_path.read_text(errors="replace")
         except OSError:
             return ""
+
+    def logs_when(self, holds, timeout: float = 10.0) -> str:
+        return logs_when(self.logs, holds, timeout)
 
     def stop(self) -> None:
         if self.proc is not None:

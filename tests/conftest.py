@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from cluster import ORDER_CHECKS, build_binary, python_env, record_order_checks
+from cluster import ORDER_CHECKS, build_binary, logs_when, python_env, record_order_checks
 from cluster import stop as stop_process  # noqa: F401 - test_wire imports it from here
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,6 +40,9 @@ class RunningScheduler:
 
     def logs(self) -> str:
         return self.log_path.read_text(errors="replace")
+
+    def logs_when(self, holds, timeout: float = 10.0) -> str:
+        return logs_when(self.logs, holds, timeout)
 
 
 @pytest.fixture

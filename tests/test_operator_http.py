@@ -254,7 +254,7 @@ NOT_SERVED: set[str] = set()
 ONLY_OURS = {
     "dask_scheduler_queued_root_tasks", "dask_scheduler_coassigned_tasks", "dask_scheduler_coassignment_runs",
     "dask_scheduler_tasks_finished", "dask_scheduler_helper_processes", "dask_scheduler_helper_rss_bytes",
-    "dask_scheduler_transitions",
+    "dask_scheduler_transitions", "dask_scheduler_engine_lock_held_maximum_seconds",
 }
 
 

@@ -225,7 +225,8 @@ def test_bad_peers_are_refused_and_nothing_leaks(tls_cluster, tmp_path):
                                                  tls_client_key=good_key, require_encryption=True), timeout=30) as c2:
         assert c2.submit(sum, [5, 6]).result() == 11
     # each refusal is in the scheduler's log with the peer's address
-    refusals = [json.loads(line) for line in sched.logs().splitlines()
+    text = sched.logs_when(lambda t: t.count("handshake failed") >= len(cases))
+    refusals = [json.loads(line) for line in text.splitlines()
                 if line.startswith("{") and "handshake failed" in line]
     assert len(refusals) >= len(cases), (outcomes, refusals)
     assert all(r.get("peer", "").startswith("tls://127.0.0.1:") for r in refusals)

@@ -54,7 +54,8 @@ def test_identity_via_stock_rpc(go_scheduler):
     port = info["services"]["dashboard"]
     assert set(info["services"]) == {"dashboard"}
     assert dashboard_health(port) == "ok"
-    logs = [json.loads(line) for line in go_scheduler.logs().splitlines() if line.startswith("{")]
+    logs = [json.loads(line) for line in go_scheduler.logs_when(lambda t: '"dashboard at"' in t).splitlines()
+            if line.startswith("{")]
     assert [r["port"] for r in logs if r.get("message") == "dashboard at"] == [port]
     fell_back = [r for r in logs if r.get("message", "").startswith("dashboard port is already in use")]
     if port != 8787:
@@ -150,10 +151,11 @@ def test_bad_input_closes_only_that_connection(go_scheduler, payload):
     run(go())
     assert run(identity_of(go_scheduler.address))["type"] == "Scheduler"
     assert go_scheduler.proc.poll() is None
-    warnings = [json.loads(line) for line in go_scheduler.logs().splitlines()
+    text = go_scheduler.logs_when(lambda t: '"level":"warn"' in t)
+    warnings = [json.loads(line) for line in text.splitlines()
                 if line.startswith("{") and '"level":"warn"' in line]
     # the problem was logged, naming the peer
-    assert any(w.get("peer", "").startswith("tcp://127.0.0.1:") for w in warnings), go_scheduler.logs()
+    assert any(w.get("peer", "").startswith("tcp://127.0.0.1:") for w in warnings), text
 
 
 def test_non_dict_request_gets_error_reply(go_scheduler):
