@@ -35,7 +35,8 @@ type Config struct {
 	TickEvery   time.Duration
 	Logger      zerolog.Logger
 	// IdleTimeout closes the scheduler once idle that long (--idle-timeout,
-	// distributed.scheduler.idle-timeout; 0: never).
+	// distributed.scheduler.idle-timeout). Its default, 0, is never, and
+	// so is scheduler.Never, the value compat reads dask's null as.
 	IdleTimeout time.Duration
 	// ConnectionLimit bounds the pool of connections to workers and
 	// nannies (comm.PoolConfig.Limit; 0: half the fd limit).
