@@ -77,8 +77,9 @@ type DashboardConfig struct {
 }
 
 // Server is the scheduler process: the RPC server, the streams of clients
-// and workers, the materializer helper, and the goroutine that owns the
-// engine. Lifecycle: Start, then Addr, then Shutdown.
+// and workers, the materializer helper, and the engine's loop (loop.go),
+// which the goroutines doc.go lists enter one at a time under its lock
+// ("The engine's lock"). Lifecycle: Start, then Addr, then Shutdown.
 type Server struct {
 	cfg  Config
 	log  zerolog.Logger
