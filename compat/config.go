@@ -29,7 +29,7 @@ import (
 // ConfigSources says where to read dask configuration from.
 type ConfigSources struct {
 	// Paths are files or directories, lowest priority first. Nil means
-	// DefaultConfigPaths(Env).
+	// ConfigSearchPaths(Env).
 	Paths []string
 	// File is an explicit --config file, above every path.
 	File string
@@ -37,10 +37,10 @@ type ConfigSources struct {
 	Env []string
 }
 
-// DefaultConfigPaths mirrors dask.config._get_paths without the Python
+// ConfigSearchPaths mirrors dask.config._get_paths without the Python
 // prefixes: $DASK_ROOT_CONFIG (default /etc/dask), ~/.config/dask, then
 // $DASK_CONFIG if set. A path listed twice keeps its last position.
-func DefaultConfigPaths(env []string) []string {
+func ConfigSearchPaths(env []string) []string {
 	get := envLookup(env)
 	root, ok := get("DASK_ROOT_CONFIG")
 	if !ok {
@@ -80,7 +80,7 @@ func LoadConfig(src ConfigSources) (*viper.Viper, error) {
 		src.Env = os.Environ()
 	}
 	if src.Paths == nil {
-		src.Paths = DefaultConfigPaths(src.Env)
+		src.Paths = ConfigSearchPaths(src.Env)
 	}
 	v := newDaskViper()
 	d := DefaultSettings()

@@ -117,14 +117,14 @@ distributed:
 	}
 }
 
-func TestDefaultConfigPaths(t *testing.T) {
+func TestConfigSearchPaths(t *testing.T) {
 	t.Setenv("HOME", "/home/u")
-	got := DefaultConfigPaths([]string{"DASK_CONFIG=/etc/dask"})
+	got := ConfigSearchPaths([]string{"DASK_CONFIG=/etc/dask"})
 	want := []string{"/home/u/.config/dask", "/etc/dask"} // a duplicate keeps its last place
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("paths %v, want %v", got, want)
 	}
-	got = DefaultConfigPaths([]string{"DASK_ROOT_CONFIG=/opt/dask"})
+	got = ConfigSearchPaths([]string{"DASK_ROOT_CONFIG=/opt/dask"})
 	if want := []string{"/opt/dask", "/home/u/.config/dask"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("paths %v, want %v", got, want)
 	}
