@@ -277,7 +277,8 @@ def task_truth(c: Client, prefixes: dict[str, tuple[str, int]], erred: int) -> l
             ("dask_scheduler_prefix_state_totals_total", {"task_prefix_name": p, "state": state}, n),
             ("dask_scheduler_tasks_output_bytes", {"task_prefix_name": p}, nbytes.get(p, 0)),
         ]
-        if p in compute:
+        if state == "memory":
+            assert ran.get(p) == n, f"the task stream has {ran.get(p)} runs of {p}, want {n}"
             # durations are kept to the microsecond here: 1 us per task
             out.append(("dask_scheduler_tasks_compute_seconds_total", {"task_prefix_name": p}, compute[p], 1e-6 * ran[p]))
     return out
@@ -289,7 +290,9 @@ def test_metrics_agree_with_scheduler_info_and_task_counts(tmp_path):
     joining and retiring, a second client, tasks computed, failed and
     released."""
     with GoCluster(tmp_path, 2) as go, Client(go.sched.address) as c:
-        c.get_task_stream()  # the task stream is on from the start (TaskStreamPlugin)
+        # the first get_task_stream installs the TaskStreamPlugin
+        # (Scheduler.get_task_stream), which records every run from then on
+        assert list(c.get_task_stream()) == []
         n = 400
         futures = c.map(slow_inc, range(n))
         total = c.submit(sum, futures)
