@@ -2,34 +2,34 @@ package compat
 
 import (
 	"encoding/base64"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
+	"github.com/spf13/viper"
 )
 
 // This file reads dask configuration the way dask/config.py does, so that a
 // deployment's existing dask YAML files and DASK_* variables configure the Go
-// scheduler too:
+// scheduler too, into a viper instance, layer by layer:
 //
-//	defaults (settings.go) < /etc/dask (or $DASK_ROOT_CONFIG) < ~/.config/dask
-//	  < $DASK_CONFIG (dir or file) < --config FILE < DASK_* environment
+//	defaults (DefaultSettings, viper.SetDefault) < /etc/dask (or $DASK_ROOT_CONFIG)
+//	  < ~/.config/dask < $DASK_CONFIG (dir or file) < --config FILE
+//	  < DASK_* environment (viper.MergeConfigMap)
 //
-// dask also reads <sys.prefix>/etc/dask and site.PREFIXES; a Go binary has
-// no Python prefix, so those are not searched (pass them in Paths if needed).
-// Merging follows dask.config.update: nested dicts merge, later wins, and a
-// key spelled with "_" or "-" lands on whichever spelling already exists
-// (dask.config.canonical_name).
+// Files are merged with viper.MergeInConfig. dask also reads
+// <sys.prefix>/etc/dask and site.PREFIXES; a Go binary has no Python
+// prefix, so those are not searched (pass them in Paths if needed). What
+// viper does not know of dask's rules is in config_viper.go: a key spelled
+// with "_" or "-" lands on whichever spelling already exists
+// (dask.config.canonical_name), and null is a value.
 
 // ConfigSources says where to read dask configuration from.
 type ConfigSources struct {
 	// Paths are files or directories, lowest priority first. Nil means
-	// DefaultConfigPaths(Env).
+	// ConfigSearchPaths(Env).
 	Paths []string
 	// File is an explicit --config file, above every path.
 	File string
@@ -37,15 +37,10 @@ type ConfigSources struct {
 	Env []string
 }
 
-// DaskConfig is a merged dask configuration tree (maps of string keys).
-type DaskConfig struct {
-	tree map[string]any
-}
-
-// DefaultConfigPaths mirrors dask.config._get_paths without the Python
+// ConfigSearchPaths mirrors dask.config._get_paths without the Python
 // prefixes: $DASK_ROOT_CONFIG (default /etc/dask), ~/.config/dask, then
 // $DASK_CONFIG if set. A path listed twice keeps its last position.
-func DefaultConfigPaths(env []string) []string {
+func ConfigSearchPaths(env []string) []string {
 	get := envLookup(env)
 	root, ok := get("DASK_ROOT_CONFIG")
 	if !ok {
@@ -78,24 +73,25 @@ func envLookup(env []string) func(string) (string, bool) {
 	}
 }
 
-// LoadDaskConfig merges defaults, YAML/JSON files and DASK_* variables.
-func LoadDaskConfig(src ConfigSources) (*DaskConfig, error) {
+// LoadConfig merges defaults, YAML/JSON files and DASK_* variables into a
+// viper instance; SchedulerSettingsFrom reads it.
+func LoadConfig(src ConfigSources) (*viper.Viper, error) {
 	if src.Env == nil {
 		src.Env = os.Environ()
 	}
 	if src.Paths == nil {
-		src.Paths = DefaultConfigPaths(src.Env)
+		src.Paths = ConfigSearchPaths(src.Env)
 	}
-	cfg := &DaskConfig{tree: map[string]any{}}
-	defaults, err := parseYAML("built-in defaults", []byte(defaultsYAML))
-	if err != nil {
-		return nil, err
+	v := newDaskViper()
+	d := DefaultSettings()
+	for _, k := range d.keys() {
+		val := k.kind.dask(k.field)
+		if val == nil {
+			val = nullValue{} // null is a value: its key's spelling is dask's
+		}
+		v.SetDefault(k.key, val)
 	}
-	update(cfg.tree, defaults)
-	files, err := configFiles(src.Paths)
-	if err != nil {
-		return nil, err
-	}
+	files := configFiles(src.Paths)
 	if src.File != "" {
 		if _, err := os.Stat(src.File); err != nil {
 			return nil, fmt.Errorf("config file: %w", err)
@@ -103,26 +99,23 @@ func LoadDaskConfig(src ConfigSources) (*DaskConfig, error) {
 		files = append(files, src.File)
 	}
 	for _, f := range files {
-		tree, err := readConfigFile(f)
-		if err != nil {
-			if errors.Is(err, fs.ErrPermission) {
-				continue // dask ignores unreadable files
-			}
+		if err := mergeFile(v, f); err != nil {
 			return nil, err
 		}
-		update(cfg.tree, tree)
 	}
 	envTree, err := collectEnv(src.Env)
 	if err != nil {
 		return nil, err
 	}
-	update(cfg.tree, envTree)
-	return cfg, nil
+	if err := v.MergeConfigMap(daskTree(v, envTree)); err != nil {
+		return nil, fmt.Errorf("merge DASK_* variables: %w", err)
+	}
+	return v, nil
 }
 
 // configFiles expands directories into their *.yaml, *.yml and *.json
 // files, sorted by name (dask.config.collect_yaml); missing paths are skipped.
-func configFiles(paths []string) ([]string, error) {
+func configFiles(paths []string) []string {
 	var out []string
 	for _, p := range paths {
 		info, err := os.Stat(p)
@@ -147,24 +140,7 @@ func configFiles(paths []string) ([]string, error) {
 		slices.Sort(names)
 		out = append(out, names...)
 	}
-	return out, nil
-}
-
-// parseYAML loads one config document; like dask, the top level must be a
-// mapping (or empty).
-func parseYAML(name string, data []byte) (map[string]any, error) {
-	var v any
-	if err := yaml.Unmarshal(data, &v); err != nil {
-		return nil, fmt.Errorf("dask config file %s is malformed: %w", name, err)
-	}
-	if v == nil {
-		return map[string]any{}, nil
-	}
-	m, ok := normalizeYAML(v).(map[string]any)
-	if !ok {
-		return nil, fmt.Errorf("dask config file %s is malformed: the top level must be a mapping, got %T", name, v)
-	}
-	return m, nil
+	return out
 }
 
 // normalizeYAML turns yaml's map[any]any (non-string keys) into string keys.
@@ -191,39 +167,6 @@ func normalizeYAML(v any) any {
 	}
 }
 
-// canonicalName is dask.config.canonical_name: the spelling (with "_" or
-// "-") that already exists in d, else k.
-func canonicalName(k string, d map[string]any) string {
-	if _, ok := d[k]; ok {
-		return k
-	}
-	alt := strings.ReplaceAll(k, "-", "_")
-	if strings.Contains(k, "_") {
-		alt = strings.ReplaceAll(k, "_", "-")
-	}
-	if _, ok := d[alt]; ok {
-		return alt
-	}
-	return k
-}
-
-// update is dask.config.update with priority "new".
-func update(old, new map[string]any) {
-	for k, v := range new {
-		k = canonicalName(k, old)
-		if sub, ok := v.(map[string]any); ok {
-			dst, ok := old[k].(map[string]any)
-			if !ok {
-				dst = map[string]any{}
-				old[k] = dst
-			}
-			update(dst, sub)
-			continue
-		}
-		old[k] = v
-	}
-}
-
 // collectEnv is dask.config.collect_env: DASK_A__B_C=v sets a.b_c (then
 // canonicalized to a.b-c where that exists) to interpretValue(v).
 // DASK_INTERNAL_INHERIT_CONFIG (base64 JSON from a parent dask process) is
@@ -235,11 +178,11 @@ func collectEnv(env []string) (map[string]any, error) {
 		if err != nil {
 			return nil, fmt.Errorf("DASK_INTERNAL_INHERIT_CONFIG: %w", err)
 		}
-		tree, err := parseYAML("DASK_INTERNAL_INHERIT_CONFIG", data)
+		tree, err := decodeYAML(data)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("DASK_INTERNAL_INHERIT_CONFIG is malformed: %w", err)
 		}
-		update(out, tree)
+		out = tree
 	}
 	for _, kv := range env {
 		name, value, ok := strings.Cut(kv, "=")
@@ -265,21 +208,4 @@ func assign(d map[string]any, path []string, v any) {
 		d[k] = sub
 	}
 	assign(sub, path[1:], v)
-}
-
-// Get returns the value at a dotted key such as
-// "distributed.scheduler.worker-saturation" (dask.config.get).
-func (c *DaskConfig) Get(key string) (any, bool) {
-	var cur any = c.tree
-	for _, part := range strings.Split(key, ".") {
-		d, ok := cur.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		cur, ok = d[canonicalName(part, d)]
-		if !ok {
-			return nil, false
-		}
-	}
-	return cur, true
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"daskgo/scheduler"
 )
 
 func writeFile(t *testing.T, path, text string) string {
@@ -30,44 +32,32 @@ func load(t *testing.T, src ConfigSources) SchedulerSettings {
 	return s
 }
 
-var wantDefaults = SchedulerSettings{
-	WorkerSaturation: 1.1, RootTaskCoAssignmentDepth: 4, AllowedFailures: 3, WorkerTTL: 5 * time.Minute,
-	RootishTaskgroup: 5, RootishTaskgroupDependencies: 5,
-	UnknownTaskDuration: 500 * time.Millisecond,
-	DefaultTaskDurations: map[string]time.Duration{
-		"rechunk-split": time.Microsecond, "split-shuffle": time.Microsecond,
-		"split-taskshuffle": time.Microsecond, "split-stage": time.Microsecond,
-	},
-	Bandwidth: 100_000_000, DefaultDataSize: 1024, WorkStealing: true,
-	WorkStealingInterval: time.Second, ActiveMemoryManager: true, ActiveMemoryManagerInterval: 2 * time.Second,
-	AMMPolicy: true, MemoryRecentToOldTime: 30 * time.Second,
-	ConnectTimeout: 30 * time.Second, TCPTimeout: 30 * time.Second,
-	TaskOrdering: "go", LeaseValidationInterval: 10 * time.Second,
-	HTTPRoutes: []string{
-		"distributed.http.scheduler.prometheus", "distributed.http.scheduler.info",
-		"distributed.http.scheduler.json", "distributed.http.health",
-		"distributed.http.proxy", "distributed.http.statics",
-	},
-	TaskStreamLength:  1000,
-	LowLevelLogLength: 1000,
-	TLS:               TLSSettings{MinVersion: 1.2},
-	DefaultScheme:     "tcp",
-}
-
+// TestSettingsDefaults: with no file and no variable the settings are
+// DefaultSettings, after the trip through viper's defaults and the
+// readers; and distributed's own distributed.yaml layered over them
+// changes nothing, so the defaults are distributed's.
 func TestSettingsDefaults(t *testing.T) {
+	want := DefaultSettings()
 	got := load(t, ConfigSources{Paths: []string{}, Env: []string{}})
-	if !reflect.DeepEqual(got, wantDefaults) {
-		t.Fatalf("defaults:\n got  %+v\n want %+v", got, wantDefaults)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("defaults:\n got  %+v\n want %+v", got, want)
 	}
-	// Layering the installed distributed.yaml over our defaults changes
-	// nothing: the built-in defaults are distributed's.
+	// spot checks against distributed.yaml's text, in case both sides move
+	e := got.Engine
+	if e.WorkerSaturation != 1.1 || e.AllowedFailures != 3 || e.WorkerTTL != 5*time.Minute ||
+		e.NoWorkersTimeout != scheduler.Never || got.IdleTimeout != scheduler.Never || e.Bandwidth != 100e6 ||
+		e.DefaultDataSize != 1024 || e.NoWorkStealing || e.NoActiveMemoryManager || e.NoAMMPolicy ||
+		e.TransitionLogSize != 1000 || e.EventLogLength != 1000 || got.TaskStreamLength != 1000 ||
+		got.ConnectTimeout != 30*time.Second || got.TLS.MinVersion != 1.2 || got.DefaultScheme != "tcp" {
+		t.Fatalf("defaults differ from distributed.yaml: %+v", got)
+	}
 	yml := filepath.Join("..", ".venv", "lib", "python3.11", "site-packages", "distributed", "distributed.yaml")
 	if _, err := os.Stat(yml); err != nil {
 		t.Fatalf("need the virtualenv's distributed.yaml (run scripts/setup.sh): %v", err)
 	}
 	got = load(t, ConfigSources{Paths: []string{yml}, Env: []string{}})
-	if !reflect.DeepEqual(got, wantDefaults) {
-		t.Fatalf("distributed.yaml differs from built-in defaults:\n got  %+v\n want %+v", got, wantDefaults)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("distributed.yaml differs from built-in defaults:\n got  %+v\n want %+v", got, want)
 	}
 }
 
@@ -110,31 +100,31 @@ distributed:
 	}
 	for i, st := range steps {
 		got := load(t, st.src)
-		if got.WorkerSaturation != st.want {
-			t.Errorf("step %d: worker-saturation %v, want %v", i, got.WorkerSaturation, st.want)
+		if got.Engine.WorkerSaturation != st.want {
+			t.Errorf("step %d: worker-saturation %v, want %v", i, got.Engine.WorkerSaturation, st.want)
 		}
 		// Lower layers still show through where nothing overrides them.
-		if got.AllowedFailures != 8 || got.Bandwidth != 5_000_000 {
-			t.Errorf("step %d: allowed-failures %d bandwidth %d, want 8 (b.yml over a.yaml) and 5MB",
-				i, got.AllowedFailures, got.Bandwidth)
+		if got.Engine.AllowedFailures != 8 || got.Engine.Bandwidth != 5_000_000 {
+			t.Errorf("step %d: allowed-failures %d bandwidth %v, want 8 (b.yml over a.yaml) and 5MB",
+				i, got.Engine.AllowedFailures, got.Engine.Bandwidth)
 		}
-		if wantRootish := map[bool]int{true: 9, false: 5}[i <= 2]; got.RootishTaskgroup != wantRootish {
-			t.Errorf("step %d: rootish-taskgroup %d, want %d", i, got.RootishTaskgroup, wantRootish)
+		if wantRootish := map[bool]int{true: 9, false: 5}[i <= 2]; got.Engine.RootishTaskgroup != wantRootish {
+			t.Errorf("step %d: rootish-taskgroup %d, want %d", i, got.Engine.RootishTaskgroup, wantRootish)
 		}
-		if wantSteal := i == 4; got.WorkStealing != wantSteal {
-			t.Errorf("step %d: work-stealing %v, want %v (YAML 1.1 'no' in home)", i, got.WorkStealing, wantSteal)
+		if wantSteal := i == 4; got.Engine.NoWorkStealing == wantSteal {
+			t.Errorf("step %d: work-stealing %v, want %v (YAML 1.1 'no' in home)", i, !got.Engine.NoWorkStealing, wantSteal)
 		}
 	}
 }
 
-func TestDefaultConfigPaths(t *testing.T) {
+func TestConfigSearchPaths(t *testing.T) {
 	t.Setenv("HOME", "/home/u")
-	got := DefaultConfigPaths([]string{"DASK_CONFIG=/etc/dask"})
+	got := ConfigSearchPaths([]string{"DASK_CONFIG=/etc/dask"})
 	want := []string{"/home/u/.config/dask", "/etc/dask"} // a duplicate keeps its last place
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("paths %v, want %v", got, want)
 	}
-	got = DefaultConfigPaths([]string{"DASK_ROOT_CONFIG=/opt/dask"})
+	got = ConfigSearchPaths([]string{"DASK_ROOT_CONFIG=/opt/dask"})
 	if want := []string{"/opt/dask", "/home/u/.config/dask"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("paths %v, want %v", got, want)
 	}
@@ -167,15 +157,16 @@ func TestEnvSettings(t *testing.T) {
 		"DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT=5",
 		"NOT_DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES=1",
 	))
-	if !math.IsInf(s.WorkerSaturation, 1) || s.WorkerTTL != 0 || !s.RootTaskCoAssignment ||
-		s.UnknownTaskDuration != 2*time.Minute || s.DefaultDataSize != 1<<20 ||
-		s.CommCompression != "lz4" || s.ConnectTimeout != 5*time.Second || s.AllowedFailures != 3 {
+	e := s.Engine
+	if !math.IsInf(e.WorkerSaturation, 1) || e.WorkerTTL != scheduler.Never || !e.RootTaskCoAssignment ||
+		e.UnknownTaskDuration != 2*time.Minute || e.DefaultDataSize != 1<<20 ||
+		s.CommCompression != "lz4" || s.ConnectTimeout != 5*time.Second || e.AllowedFailures != 3 {
 		t.Fatalf("settings %+v", s)
 	}
 	// A new prefix keeps its underscore (no existing spelling to adopt);
 	// distributed's own keys take the dashed spelling of the defaults.
-	if s.DefaultTaskDurations["my_func"] != 3*time.Hour || s.DefaultTaskDurations["rechunk-split"] != time.Microsecond {
-		t.Fatalf("default-task-durations %v", s.DefaultTaskDurations)
+	if e.DefaultTaskDurations["my_func"] != 3*time.Hour || e.DefaultTaskDurations["rechunk-split"] != time.Microsecond {
+		t.Fatalf("default-task-durations %v", e.DefaultTaskDurations)
 	}
 	// A list from the environment is a Python literal, as
 	// dask.config.collect_env reads it: how a Kubernetes pod turns the API on.
@@ -187,8 +178,21 @@ func TestEnvSettings(t *testing.T) {
 		!strings.Contains(err.Error(), "distributed.scheduler.http.routes") {
 		t.Fatalf("routes = 5: %v", err)
 	}
+	// Keys whose default is null take dask's spelling too ("_" lands on "-").
+	s = load(t, env("DASK_DISTRIBUTED__SCHEDULER__NO_WORKERS_TIMEOUT=3s", "DASK_DISTRIBUTED__SCHEDULER__IDLE_TIMEOUT=90",
+		"DASK_DISTRIBUTED__SCHEDULER__CONNECTION_LIMIT=64"))
+	if s.Engine.NoWorkersTimeout != 3*time.Second || s.IdleTimeout != 90*time.Second || s.ConnectionLimit != 64 {
+		t.Fatalf("null-default keys from the environment: %+v", s)
+	}
+	// 0 is never for the timeouts, as distributed's `if self.idle_timeout` reads it.
+	s = load(t, env("DASK_DISTRIBUTED__SCHEDULER__IDLE_TIMEOUT=0", "DASK_DISTRIBUTED__SCHEDULER__WORKER_TTL=0",
+		"DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES=0", "DASK_DISTRIBUTED__SCHEDULER__ROOT_TASK_CO_ASSIGNMENT_DEPTH=0"))
+	if s.IdleTimeout != scheduler.Never || s.Engine.WorkerTTL != scheduler.Never ||
+		s.Engine.AllowedFailures != scheduler.Off || s.Engine.CoFamilyDepth != scheduler.Off {
+		t.Fatalf("zeros that turn things off: %+v", s)
+	}
 	s = load(t, env("DASK_DISTRIBUTED__SCHEDULER__WORKER_SATURATION=1.0", "DASK_DISTRIBUTED__SCHEDULER__WORKER_TTL=300s"))
-	if s.WorkerSaturation != 1.0 || s.WorkerTTL != 5*time.Minute {
+	if s.Engine.WorkerSaturation != 1.0 || s.Engine.WorkerTTL != 5*time.Minute {
 		t.Fatalf("settings %+v", s)
 	}
 }
@@ -301,18 +305,18 @@ distributed:
 `)
 	js := writeFile(t, filepath.Join(dir, "b.json"), `{"distributed": {"scheduler": {"allowed-failures": 7}}}`)
 	s := load(t, ConfigSources{Paths: []string{yml, js}, Env: []string{}})
-	if s.WorkerTTL != 0 || !math.IsInf(s.WorkerSaturation, 1) || !s.RootTaskCoAssignment || s.AllowedFailures != 7 {
+	if s.Engine.WorkerTTL != scheduler.Never || !math.IsInf(s.Engine.WorkerSaturation, 1) || !s.Engine.RootTaskCoAssignment || s.Engine.AllowedFailures != 7 {
 		t.Fatalf("got %+v", s)
 	}
 	// --config is above the search paths, the environment above both
 	file := writeFile(t, filepath.Join(dir, "cli.yaml"), "distributed: {scheduler: {worker-saturation: 1.0}}\n")
 	s = load(t, ConfigSources{Paths: []string{yml}, File: file, Env: []string{}})
-	if s.WorkerSaturation != 1.0 || !s.RootTaskCoAssignment {
+	if s.Engine.WorkerSaturation != 1.0 || !s.Engine.RootTaskCoAssignment {
 		t.Fatalf("--config: got %+v", s)
 	}
 	s = load(t, ConfigSources{Paths: []string{yml}, File: file, Env: []string{"DASK_DISTRIBUTED__SCHEDULER__WORKER_SATURATION=2.5"}})
-	if s.WorkerSaturation != 2.5 {
-		t.Fatalf("env over --config: got %v", s.WorkerSaturation)
+	if s.Engine.WorkerSaturation != 2.5 {
+		t.Fatalf("env over --config: got %v", s.Engine.WorkerSaturation)
 	}
 }
 
@@ -337,10 +341,10 @@ func TestBadWithholdingValuesNameKeyAndChoices(t *testing.T) {
 // runs and changes nothing; ours then does not run at all.
 func TestEmptyAMMPolicyListTurnsTheAMMOff(t *testing.T) {
 	env := func(kv ...string) ConfigSources { return ConfigSources{Paths: []string{}, Env: kv} }
-	if s := load(t, env()); !s.ActiveMemoryManager {
+	if s := load(t, env()); s.Engine.NoActiveMemoryManager {
 		t.Fatal("AMM off by default")
 	}
-	if s := load(t, env("DASK_DISTRIBUTED__SCHEDULER__ACTIVE_MEMORY_MANAGER__POLICIES=[]")); s.ActiveMemoryManager {
+	if s := load(t, env("DASK_DISTRIBUTED__SCHEDULER__ACTIVE_MEMORY_MANAGER__POLICIES=[]")); !s.Engine.NoActiveMemoryManager {
 		t.Fatal("AMM on with an empty policy list")
 	}
 }

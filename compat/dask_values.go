@@ -113,6 +113,8 @@ var timedeltaUnits = map[string]float64{
 func ParseTimedelta(v any) (time.Duration, error) {
 	var s string
 	switch x := v.(type) {
+	case time.Duration: // a default set from DefaultSettings
+		return x, nil
 	case int:
 		s = strconv.Itoa(x)
 	case int64:

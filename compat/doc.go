@@ -9,9 +9,11 @@
 //     (materializer_shuffle.go: the ShuffleWorkerPlugin pickle for
 //     register-worker, and shuffle_run, which builds a run's
 //     ShuffleRunSpec);
-//   - dask configuration (config.go, settings.go): dask's YAML files and
-//     DASK_* environment variables, read with dask's precedence rules into a
-//     typed SchedulerSettings;
+//   - dask configuration (config.go, config_viper.go, settings.go,
+//     settings_kinds.go): dask's YAML files and DASK_* environment
+//     variables, merged into viper over DefaultSettings with dask's
+//     precedence and spelling rules, read into a typed SchedulerSettings
+//     whose Engine is the engine's scheduler.Config as it is passed on;
 //   - protocol/pickle: the few pickles the scheduler originates itself.
 //
 // Materializer data flow:

@@ -9,7 +9,8 @@ import (
 
 // Read-only accessors of the diagnostics RPCs (nbytes, get_task_status,
 // get_task_prefix_states, call_stack, get_error_cause, get_runspec),
-// called on the engine goroutine between Handle calls. An error is a
+// called by a holder of the engine's lock between Handle calls (the rule:
+// scheduler/server/doc.go, "The engine's lock"). An error is a
 // *coord.RemoteException, raised by the caller as distributed raises it.
 
 func keyError(k protocol.Key) *coord.RemoteException {

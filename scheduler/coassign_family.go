@@ -26,25 +26,22 @@ const (
 	coFamilyFanout = 32
 	// coFamilyFrontier bounds the tasks followed per root and level.
 	coFamilyFrontier = 32
-	// defaultCoFamilyDepth: anom-mean's random → mean_chunk → combine, with
-	// a getitem between, needs 3; basic-sum's combine tree needs 4 to reach
-	// a worker's share (with 3 its families are a quarter of that, and the
-	// simulated run moves 6× more). Deeper joins only merge families that
-	// are at the limit already.
-	defaultCoFamilyDepth = 4
 )
 
 // maxCoFamilyDepth bounds the partition's cost (linear in the depth);
 // deeper joins only merge families that are at the limit already.
 const maxCoFamilyDepth = 16
 
-// coFamilyDepth is the configured depth; 0 means the default, negative
-// turns families off (contiguous priority runs).
+// coFamilyDepth is the configured depth, at most maxCoFamilyDepth; Off
+// (negative) turns families off (contiguous priority runs).
+//
+// The default, 4 (DefaultConfig): anom-mean's random → mean_chunk →
+// combine, with a getitem between, needs 3; basic-sum's combine tree needs
+// 4 to reach a worker's share (with 3 its families are a quarter of that,
+// and the simulated run moves 6× more). Deeper joins only merge families
+// that are at the limit already.
 func (s *State) coFamilyDepth() int {
-	if d := s.cfg.CoFamilyDepth; d != 0 {
-		return min(d, maxCoFamilyDepth)
-	}
-	return defaultCoFamilyDepth
+	return min(s.cfg.CoFamilyDepth, maxCoFamilyDepth)
 }
 
 // unionFind over pooled roots by their index in priority order, with a

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -9,11 +10,19 @@ import (
 )
 
 // Config holds the knobs of distributed.scheduler.* that shape the engine's
-// decisions. It is a plain struct filled by cmd/ (viper lives there); zero
-// fields get dask's defaults in Validate.
+// decisions. It is a plain struct filled by cmd/ (viper lives in compat and
+// cmd); DefaultConfig holds dask's values, the only place they are written.
+//
+// One rule for "no value": a zero field is unset, and Validate fills it
+// from DefaultConfig. A setting whose dask value turns something off says so
+// with a sentinel, never with zero: Never for a duration that never fires
+// (dask's null), Off for a count whose feature is off. So Config{} with a
+// few fields set is dask's default configuration with those changes, and
+// no zero means two things.
 type Config struct {
 	// AllowedFailures: a task errs with KilledWorker once more than this many
 	// workers died while running it (distributed.scheduler.allowed-failures).
+	// Off is dask's 0: the first death errs the task.
 	AllowedFailures int
 	// WorkerSaturation: queue slots per thread for root-ish tasks;
 	// math.Inf(1) turns queuing off (distributed.scheduler.worker-saturation).
@@ -26,8 +35,8 @@ type Config struct {
 	// CoFamilyDepth: with co-assignment, roots that reach a common task
 	// within this many levels of dependents form a family that one worker
 	// runs (coassign_family.go; distributed.scheduler.root-task-co-assignment-depth,
-	// ours). 0 means 4; negative partitions by contiguous priority ranges
-	// instead (the first design, kept for comparison).
+	// ours). Off (dask's 0 or less) partitions by contiguous priority
+	// ranges instead (the first design, kept for comparison).
 	CoFamilyDepth int
 	// SpreadRootsWithoutQueue: with WorkerSaturation = inf, place root-ish
 	// tasks like any other task (worker_objective over all workers) instead
@@ -40,11 +49,13 @@ type Config struct {
 	RootishTaskgroup             int
 	RootishTaskgroupDependencies int
 	// WorkerTTL: workers silent longer than max(WorkerTTL, 10 heartbeat
-	// intervals) are removed on Tick. Negative disables the check.
+	// intervals) are removed on Tick (distributed.scheduler.worker-ttl).
+	// Never (dask's null) disables the check.
 	WorkerTTL time.Duration
 	// NoWorkersTimeout: a task left unrunnable (no-worker), or queued with
-	// no running worker, for longer than this errs (noworkers.go); 0 is
-	// dask's null, never.
+	// no running worker, for longer than this errs (noworkers.go;
+	// distributed.scheduler.no-workers-timeout). Never, dask's null, is the
+	// default.
 	NoWorkersTimeout time.Duration
 	// UnknownTaskDuration is the duration estimate of never-measured prefixes.
 	UnknownTaskDuration time.Duration
@@ -66,25 +77,24 @@ type Config struct {
 	// when started (amm_control.go).
 	NoAMMPolicy bool
 	// ActiveMemoryManagerInterval is how often the outer ring sends AMMTick
-	// (distributed.scheduler.active-memory-manager.interval, default 2s).
+	// (distributed.scheduler.active-memory-manager.interval).
 	ActiveMemoryManagerInterval time.Duration
 	// WorkStealingInterval is how often the outer ring sends StealTick
-	// (distributed.scheduler.work-stealing-interval, default 1s).
+	// (distributed.scheduler.work-stealing-interval).
 	WorkStealingInterval time.Duration
 	// DefaultTaskDurations are the duration estimates of prefixes never
 	// measured (distributed.scheduler.default-task-durations, applied when a
 	// prefix is created as TaskPrefix.__init__ does); prefixes listed at 1 ms
-	// or less are never stolen (stealing.fast_tasks). nil gets dask's
-	// defaults (the four split prefixes at 1us).
+	// or less are never stolen (stealing.fast_tasks).
 	DefaultTaskDurations map[string]time.Duration
 	// LeaseValidationInterval: how often Tick drops semaphore leases not
 	// refreshed within their lease timeout
-	// (distributed.scheduler.locks.lease-validation-interval, default 10s).
+	// (distributed.scheduler.locks.lease-validation-interval).
 	LeaseValidationInterval time.Duration
 	// ValidateInvariants checks every invariant after every Handle and panics with the
 	// task's story on a broken one (dask's validate flag). Tests turn it on.
 	ValidateInvariants bool
-	// TransitionLogSize bounds the transition log (default 1000, as
+	// TransitionLogSize bounds the transition log (as
 	// distributed.admin.low-level-log-length bounds SchedulerState's
 	// transition_log: a bigger ring pins the keys and stimulus ids of tasks
 	// long forgotten, and every transition writes a cache-cold entry).
@@ -92,25 +102,25 @@ type Config struct {
 	// TransitionCounterMax bounds the transitions one stimulus may cause
 	// (distributed's transition_counter_max, which bounds them over the
 	// scheduler's life in its tests): a recommendation cycle then fails
-	// with the task's story instead of hanging the engine. 0 means 16 *
-	// (the most tasks held during the stimulus + 1024), far above the 3 or
-	// 4 transitions per task the largest legitimate cascade (a client
-	// releasing everything) makes.
+	// with the task's story instead of hanging the engine. Its default, 0,
+	// is computed per stimulus: 16 * (the most tasks held during the
+	// stimulus + 1024), far above the 3 or 4 transitions per task the
+	// largest legitimate cascade (a client releasing everything) makes.
 	TransitionCounterMax int
 	// TaskStreamLength bounds the task stream's records (TaskStreamPlugin's
 	// maxlen: the larger of distributed.scheduler.dashboard.status and
-	// .tasks task-stream-length, 100000 by default).
+	// .tasks task-stream-length).
 	TaskStreamLength int
 	// DashboardStreamLength is how many of the last task runs the
-	// dashboard's task stream keeps (Snapshot.Stream); 0, the default,
+	// dashboard's task stream keeps (Snapshot.Stream); its default, 0,
 	// keeps none (no dashboard).
 	DashboardStreamLength int
 	// MemoryRecentToOldTime is how long unmanaged memory must last to count
-	// as unmanaged_old (distributed.worker.memory.recent-to-old-time,
-	// default 30s; memory.go).
+	// as unmanaged_old (distributed.worker.memory.recent-to-old-time;
+	// memory.go).
 	MemoryRecentToOldTime time.Duration
 	// EventLogLength bounds each event topic's deque
-	// (distributed.admin.low-level-log-length, 1000 by default).
+	// (distributed.admin.low-level-log-length).
 	EventLogLength int
 
 	// Identity of the scheduler, for identity/scheduler_info replies.
@@ -118,97 +128,128 @@ type Config struct {
 	SchedulerID      string
 	StartedAt        time.Time
 	Services         *protocol.Map
-
-	allowedFailuresSet bool // AllowedFailures == 0 was meant (ExactAllowedFailures)
 }
 
-// DefaultConfig returns dask's defaults.
+// Never, in a duration setting, means the event never happens: dask's null
+// for worker-ttl and no-workers-timeout (and idle-timeout in the server).
+const Never time.Duration = -1
+
+// Off, in an integer setting, turns off what it counts: AllowedFailures Off
+// lets no failure pass, CoFamilyDepth Off forms no families.
+const Off = -1
+
+// DefaultConfig returns dask's defaults: distributed/distributed.yaml's
+// values (2026.8.0) for the keys each field names, and ours for our keys.
+// It is the one place they are written; compat's viper defaults and
+// Validate both read it.
 func DefaultConfig() Config {
-	c := Config{}
-	_ = c.Validate()
-	return c
+	return Config{
+		AllowedFailures:              3,
+		WorkerSaturation:             1.1,
+		CoFamilyDepth:                4, // why 4: State.coFamilyDepth
+		RootishTaskgroup:             5,
+		RootishTaskgroupDependencies: 5,
+		WorkerTTL:                    5 * time.Minute,
+		NoWorkersTimeout:             Never,
+		UnknownTaskDuration:          500 * time.Millisecond,
+		Bandwidth:                    100e6,
+		DefaultDataSize:              1024, // "1kiB"
+		ActiveMemoryManagerInterval:  2 * time.Second,
+		WorkStealingInterval:         time.Second,
+		DefaultTaskDurations: map[string]time.Duration{
+			"rechunk-split":     time.Microsecond,
+			"split-shuffle":     time.Microsecond,
+			"split-taskshuffle": time.Microsecond,
+			"split-stage":       time.Microsecond,
+		},
+		LeaseValidationInterval: 10 * time.Second,
+		TransitionLogSize:       1000,
+		TaskStreamLength:        100000,
+		MemoryRecentToOldTime:   30 * time.Second,
+		EventLogLength:          1000,
+		SchedulerID:             "Scheduler-go",
+	}
 }
 
-// Validate fills defaults and rejects contradictions.
+// Validate fills the zero fields from DefaultConfig and rejects
+// contradictions.
 func (c *Config) Validate() error {
-	if c.AllowedFailures < 0 {
-		return fmt.Errorf("scheduler config: allowed-failures %d < 0", c.AllowedFailures)
+	d := DefaultConfig()
+	fill(&c.AllowedFailures, d.AllowedFailures)
+	fill(&c.WorkerSaturation, d.WorkerSaturation)
+	fill(&c.CoFamilyDepth, d.CoFamilyDepth)
+	fill(&c.RootishTaskgroup, d.RootishTaskgroup)
+	fill(&c.RootishTaskgroupDependencies, d.RootishTaskgroupDependencies)
+	fill(&c.WorkerTTL, d.WorkerTTL)
+	fill(&c.NoWorkersTimeout, d.NoWorkersTimeout)
+	fill(&c.UnknownTaskDuration, d.UnknownTaskDuration)
+	fill(&c.Bandwidth, d.Bandwidth)
+	fill(&c.DefaultDataSize, d.DefaultDataSize)
+	fill(&c.ActiveMemoryManagerInterval, d.ActiveMemoryManagerInterval)
+	fill(&c.WorkStealingInterval, d.WorkStealingInterval)
+	if c.DefaultTaskDurations == nil {
+		c.DefaultTaskDurations = d.DefaultTaskDurations
 	}
-	if c.AllowedFailures == 0 && !c.allowedFailuresSet {
-		c.AllowedFailures = 3
+	fill(&c.LeaseValidationInterval, d.LeaseValidationInterval)
+	fill(&c.TransitionLogSize, d.TransitionLogSize)
+	fill(&c.TaskStreamLength, d.TaskStreamLength)
+	fill(&c.MemoryRecentToOldTime, d.MemoryRecentToOldTime)
+	fill(&c.EventLogLength, d.EventLogLength)
+	fill(&c.SchedulerID, d.SchedulerID)
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("scheduler config: "+format, args...))
 	}
-	if c.WorkerSaturation == 0 {
-		c.WorkerSaturation = 1.1
+	if c.AllowedFailures < 0 && c.AllowedFailures != Off {
+		bad("allowed-failures %d < 0 (Off lets no failure pass)", c.AllowedFailures)
 	}
 	if math.IsNaN(c.WorkerSaturation) || c.WorkerSaturation < 0 {
-		return fmt.Errorf("scheduler config: worker-saturation must be > 0, got %v", c.WorkerSaturation)
+		bad("worker-saturation must be > 0, got %v", c.WorkerSaturation)
 	}
-	if c.RootishTaskgroup == 0 {
-		c.RootishTaskgroup = 5
+	if c.CoFamilyDepth < 0 && c.CoFamilyDepth != Off {
+		bad("co-assignment depth %d < 0 (Off forms no families)", c.CoFamilyDepth)
 	}
-	if c.RootishTaskgroupDependencies == 0 {
-		c.RootishTaskgroupDependencies = 5
+	for name, v := range map[string]time.Duration{"worker-ttl": c.WorkerTTL, "no-workers-timeout": c.NoWorkersTimeout} {
+		if v < 0 && v != Never {
+			bad("%s %v < 0 (Never turns it off)", name, v)
+		}
 	}
-	if c.WorkerTTL == 0 {
-		c.WorkerTTL = 5 * time.Minute
+	for name, v := range map[string]time.Duration{
+		"unknown-task-duration": c.UnknownTaskDuration, "active-memory-manager.interval": c.ActiveMemoryManagerInterval,
+		"work-stealing-interval": c.WorkStealingInterval, "locks.lease-validation-interval": c.LeaseValidationInterval,
+		"recent-to-old-time": c.MemoryRecentToOldTime,
+	} {
+		if v < 0 {
+			bad("%s %v < 0", name, v)
+		}
 	}
-	if c.NoWorkersTimeout < 0 {
-		return fmt.Errorf("scheduler config: no-workers-timeout %v < 0", c.NoWorkersTimeout)
+	for name, v := range map[string]int64{
+		"rootish-taskgroup": int64(c.RootishTaskgroup), "rootish-taskgroup-dependencies": int64(c.RootishTaskgroupDependencies),
+		"default-data-size": c.DefaultDataSize, "transition log size": int64(c.TransitionLogSize),
+		"task stream length": int64(c.TaskStreamLength), "event log length": int64(c.EventLogLength),
+	} {
+		if v < 0 {
+			bad("%s %d < 0", name, v)
+		}
 	}
-	if c.UnknownTaskDuration <= 0 {
-		c.UnknownTaskDuration = 500 * time.Millisecond
+	if !(c.Bandwidth >= 0) {
+		bad("bandwidth %v < 0", c.Bandwidth)
 	}
-	if c.Bandwidth <= 0 {
-		c.Bandwidth = 100e6
-	}
-	if c.DefaultDataSize <= 0 {
-		c.DefaultDataSize = 1024
-	}
-	if c.ActiveMemoryManagerInterval <= 0 {
-		c.ActiveMemoryManagerInterval = 2 * time.Second
-	}
-	if c.WorkStealingInterval <= 0 {
-		c.WorkStealingInterval = time.Second
-	}
-	if c.DefaultTaskDurations == nil {
-		c.DefaultTaskDurations = defaultTaskDurations()
-	}
-	if c.LeaseValidationInterval <= 0 {
-		c.LeaseValidationInterval = 10 * time.Second
-	}
-	if c.TransitionLogSize <= 0 {
-		c.TransitionLogSize = 1000
-	}
-	if c.TaskStreamLength <= 0 {
-		c.TaskStreamLength = 100000
-	}
-	if c.MemoryRecentToOldTime <= 0 {
-		c.MemoryRecentToOldTime = 30 * time.Second
-	}
-	if c.EventLogLength <= 0 {
-		c.EventLogLength = 1000
-	}
-	if c.SchedulerID == "" {
-		c.SchedulerID = "Scheduler-go"
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
-// defaultTaskDurations is distributed.yaml's default-task-durations.
-func defaultTaskDurations() map[string]time.Duration {
-	return map[string]time.Duration{
-		"rechunk-split":     time.Microsecond,
-		"split-shuffle":     time.Microsecond,
-		"split-taskshuffle": time.Microsecond,
-		"split-stage":       time.Microsecond,
+// fill sets an unset (zero) field to its default.
+func fill[T comparable](field *T, def T) {
+	var zero T
+	if *field == zero {
+		*field = def
 	}
 }
 
-// ExactAllowedFailures marks AllowedFailures as set on purpose, so that 0
-// (KilledWorker on the first death) survives Validate.
-func (c *Config) ExactAllowedFailures(n int) {
-	c.AllowedFailures = n
-	c.allowedFailuresSet = true
+// allowedFailures is the number of deaths a task survives, with Off read as
+// dask's 0.
+func (c *Config) allowedFailures() int {
+	return max(c.AllowedFailures, 0)
 }
 
 // heartbeatInterval mirrors distributed.scheduler.heartbeat_interval: the

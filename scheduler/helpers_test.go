@@ -29,8 +29,14 @@ func withSaturation(f float64) option {
 	return func(c *Config, _ *[]string) { c.WorkerSaturation = f }
 }
 
+// withAllowedFailures sets dask's allowed-failures: n, with 0 as Off.
 func withAllowedFailures(n int) option {
-	return func(c *Config, _ *[]string) { c.ExactAllowedFailures(n) }
+	return func(c *Config, _ *[]string) {
+		c.AllowedFailures = n
+		if n == 0 {
+			c.AllowedFailures = Off
+		}
+	}
 }
 
 // newTestState builds an engine with invariant checks on, registers the

@@ -195,7 +195,7 @@ func (s *State) reply(to int64, v any) {
 // asked for once per worker: the nanny's kill takes seconds, and ticks
 // keep coming.
 func (s *State) handleTick() {
-	if s.cfg.WorkerTTL < 0 || len(s.workers) == 0 {
+	if s.cfg.WorkerTTL == Never || len(s.workers) == 0 {
 		return
 	}
 	ttl := max(s.cfg.WorkerTTL, time.Duration(10*heartbeatInterval(len(s.workers))*float64(time.Second)))

@@ -24,7 +24,7 @@ import (
 
 // refreshNoWorkersSince mirrors Scheduler._refresh_no_workers_since.
 func (s *State) refreshNoWorkersSince() {
-	if s.cfg.NoWorkersTimeout <= 0 {
+	if s.cfg.NoWorkersTimeout == Never {
 		return
 	}
 	if s.running.Len() > 0 || (s.queuedLen() == 0 && s.unrunnable.Len() == 0) {
@@ -38,7 +38,7 @@ func (s *State) refreshNoWorkersSince() {
 
 // noteUnrunnable records when ts went to no-worker (unrunnable[ts] = now).
 func (s *State) noteUnrunnable(ts *TaskState) {
-	if s.cfg.NoWorkersTimeout > 0 {
+	if s.cfg.NoWorkersTimeout != Never {
 		ts.ext().unrunnableSince = s.now
 	}
 }
@@ -46,7 +46,7 @@ func (s *State) noteUnrunnable(ts *TaskState) {
 // checkNoWorkers mirrors Scheduler._check_no_workers, run on Tick.
 func (s *State) checkNoWorkers() {
 	timeout := s.cfg.NoWorkersTimeout
-	if timeout <= 0 {
+	if timeout == Never {
 		return
 	}
 	s.refreshNoWorkersSince()

@@ -45,7 +45,7 @@ func (s *State) handleRemoveWorker(addr string, expected, closeIt bool, reason s
 		if !expected {
 			ts.ext().suspicious++
 			ts.prefix.suspicious++
-			if ts.x().suspicious > s.cfg.AllowedFailures {
+			if ts.x().suspicious > s.cfg.allowedFailures() {
 				s.logf(LogError, ts.Key, addr, "", "task %s marked as failed because %d workers died while trying to run it", ts.Key, ts.x().suspicious)
 				s.transition(ts, StatusErred, &transArgs{
 					worker: addr, cause: ts, exception: s.killedWorkerPickle(ts, addr),

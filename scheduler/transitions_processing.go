@@ -191,7 +191,7 @@ func (s *State) propagateErred(ts *TaskState, a *transArgs) {
 // killedWorkerPickle is the exception distributed sends when a task's
 // workers keep dying (raw pickle bytes, traceback nil).
 func (s *State) killedWorkerPickle(ts *TaskState, worker string) []byte {
-	return pickle.KilledWorker(ts.Key, worker, s.cfg.AllowedFailures)
+	return pickle.KilledWorker(ts.Key, worker, s.cfg.allowedFailures())
 }
 
 func containsString(xs []string, x string) bool {

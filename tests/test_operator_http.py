@@ -199,8 +199,100 @@ def slow_inc(x):
     return x + 1
 
 
+def fails(x):
+    raise ValueError(x)
+
+
+def agree(base: str, expected: list[tuple], timeout: float = 15) -> dict:
+    """Scrape /metrics until every (sample name, labels, value[, tolerance])
+    in expected holds (the metrics read the engine's snapshot, published on its 0.5 s
+    tick); fail naming each sample that still differs, with both values."""
+    deadline = time.monotonic() + timeout
+    while True:
+        m = scrape(base)
+        diff = {}
+        for name, labels, want, *tol in expected:
+            found = [s.value for s in m.get(name, []) if all(s.labels.get(k) == v for k, v in labels.items())]
+            got = sum(found) if found else None
+            if got is None or abs(got - want) > (tol[0] if tol else 1e-9 * max(1.0, abs(want))):
+                diff[f"{name}{labels}"] = {"metrics": got, "scheduler_info/client": want}
+        if not diff:
+            return m
+        if time.monotonic() > deadline:
+            pytest.fail(f"/metrics disagrees with what the client reads, after {timeout} s: {diff}")
+        time.sleep(0.2)
+
+
+def cluster_truth(c: Client, base: str, clients: int) -> list[tuple[str, dict, float]]:
+    """What /metrics must say of the workers and clients, from
+    scheduler_info() (identity), /json/counts.json and the client side; each
+    checked against a value the test set (workers started with 2 threads
+    and --memory-limit 2GiB, clients opened)."""
+    info = c.scheduler_info()
+    workers = info["workers"].values()
+    assert info["n_workers"] == len(workers)
+    assert info["total_threads"] == sum(w["nthreads"] for w in workers) == 2 * len(workers)
+    assert info["total_memory"] == sum(w["memory_limit"] for w in workers) == len(workers) * 2 * 2**30
+    code, _, body = http(base, "/json/counts.json")
+    counts = json.loads(body)
+    assert code == 200 and (counts["workers"], counts["cores"]) == (len(workers), info["total_threads"]), counts
+    status = [w["status"] for w in workers]
+    busy = {w for w, keys in c.processing().items() if keys}
+    running = status.count("running")
+    return [
+        ("dask_scheduler_workers", {}, len(workers)),
+        ("dask_scheduler_workers", {"state": "paused"}, status.count("paused")),
+        ("dask_scheduler_workers", {"state": "retiring"}, len(workers) - running - status.count("paused")),
+        ("dask_scheduler_workers", {"state": "idle"}, running - len(busy)),
+        ("dask_scheduler_clients", {}, clients),
+        ("dask_scheduler_desired_workers", {}, c.sync(c.scheduler.adaptive_target)),
+    ]
+
+
+def task_truth(c: Client, prefixes: dict[str, tuple[str, int]], erred: int) -> list[tuple[str, dict, float]]:
+    """What /metrics must say of the tasks, from the client side: who_has
+    (every key in memory), nbytes per prefix, the task stream's compute
+    times per prefix, and the prefixes' counts the test computed."""
+    in_memory = [k for k, holders in c.who_has().items() if holders]
+    nbytes = c.nbytes(summary=True)
+    compute: dict[str, float] = {}
+    ran: dict[str, int] = {}
+    for rec in c.get_task_stream():
+        if rec.get("status") != "OK":
+            continue  # only task-finished adds to a prefix's durations (_transition_processing_memory)
+        p = dask.utils.key_split(rec["key"])
+        ran[p] = ran.get(p, 0) + 1
+        compute[p] = compute.get(p, 0.0) + sum(s["stop"] - s["start"] for s in rec["startstops"] if s["action"] == "compute")
+    out = [
+        ("dask_scheduler_tasks", {"state": "memory"}, len(in_memory)),
+        ("dask_scheduler_tasks", {"state": "erred"}, erred),
+        ("dask_scheduler_tasks", {"state": "processing"}, 0),
+        ("dask_scheduler_tasks", {"state": "waiting"}, 0),
+        ("dask_scheduler_tasks", {"state": "queued"}, 0),
+        ("dask_scheduler_tasks", {"state": "no-worker"}, 0),
+        ("dask_scheduler_task_groups", {}, len(prefixes)),
+    ]
+    for p, (state, n) in prefixes.items():
+        out += [
+            ("dask_scheduler_prefix_state_totals_total", {"task_prefix_name": p, "state": state}, n),
+            ("dask_scheduler_tasks_output_bytes", {"task_prefix_name": p}, nbytes.get(p, 0)),
+        ]
+        if state == "memory":
+            assert ran.get(p) == n, f"the task stream has {ran.get(p)} runs of {p}, want {n}"
+            # durations are kept to the microsecond here: 1 us per task
+            out.append(("dask_scheduler_tasks_compute_seconds_total", {"task_prefix_name": p}, compute[p], 1e-6 * ran[p]))
+    return out
+
+
 def test_metrics_agree_with_scheduler_info_and_task_counts(tmp_path):
+    """Each /metrics family that has a counterpart a client can read is
+    compared with it, at several points where the values change: workers
+    joining and retiring, a second client, tasks computed, failed and
+    released."""
     with GoCluster(tmp_path, 2) as go, Client(go.sched.address) as c:
+        # the first get_task_stream installs the TaskStreamPlugin
+        # (Scheduler.get_task_stream), which records every run from then on
+        assert list(c.get_task_stream()) == []
         n = 400
         futures = c.map(slow_inc, range(n))
         total = c.submit(sum, futures)
@@ -217,33 +309,51 @@ def test_metrics_agree_with_scheduler_info_and_task_counts(tmp_path):
         assert total.result() == sum(range(1, n + 1))
         assert seen_processing > 0, "no scrape saw the computation running"
 
-        info = c.scheduler_info()
-
-        def settled():
-            m = scrape(go.base)
-            return m if value(m, "dask_scheduler_tasks", state="memory") == n + 1 else None
-
-        m = wait_for(settled, 10, "a snapshot after the computation")
-        workers = {s.labels["state"]: s.value for s in m["dask_scheduler_workers"]}
-        assert sum(workers.values()) == len(info["workers"]) == 2
-        assert value(m, "dask_scheduler_clients") == 1
-        assert value(m, "dask_scheduler_desired_workers") >= 0
-        assert value(m, "dask_scheduler_prefix_state_totals_total", task_prefix_name="slow_inc", state="memory") == n
-        assert value(m, "dask_scheduler_prefix_state_totals_total", task_prefix_name="sum", state="memory") == 1
-        # 400 tasks of 20 ms each
+        m = agree(go.base, cluster_truth(c, go.base, 1) + task_truth(c, {"slow_inc": ("memory", n), "sum": ("memory", 1)}, erred=0))
+        # 400 tasks of 20 ms each: the compute times are the workers', not 0
         assert value(m, "dask_scheduler_tasks_compute_seconds_total", task_prefix_name="slow_inc") >= n * 0.02 * 0.9
         assert value(m, "dask_scheduler_tasks_output_bytes", task_prefix_name="slow_inc") > 0
-        assert value(m, "dask_scheduler_task_groups") == 2
-        assert value(m, "dask_scheduler_tick_count_total") > 0
-        assert value(m, "dask_scheduler_tasks_finished_total") >= n + 1
+        assert value(m, "dask_scheduler_tasks_forgotten_total") == 0
+        assert value(m, "dask_scheduler_workers_added_total") == 2 and value(m, "dask_scheduler_workers_removed_total") == 0
+        # GoCluster's own client came and went before c
+        added = value(m, "dask_scheduler_client_connections_added_total")
+        removed = value(m, "dask_scheduler_client_connections_removed_total")
+        assert added == removed + 1
+        ticks = value(m, "dask_scheduler_tick_count_total")
+        assert ticks > 0
         assert value(m, "dask_scheduler_helper_processes") >= 1
         assert value(m, "dask_scheduler_helper_rss_bytes") > 10 << 20
         assert len(m["dask_stealing_request_count_total"]) == 15
         assert "go_goroutines" in m and "process_resident_memory_bytes" in m
 
+        # a task that fails, a second client, a third worker
+        bad = c.submit(fails, 1)
+        assert bad.exception(timeout=30) is not None
+        go.workers.start(go.sched.address, "w2", nthreads=2)
+        c.wait_for_workers(3, timeout=60)
+        with Client(go.sched.address) as c2:
+            m = agree(go.base, cluster_truth(c, go.base, 2)
+                      + task_truth(c, {"slow_inc": ("memory", n), "sum": ("memory", 1), "fails": ("erred", 1)}, erred=1)
+                      + [("dask_scheduler_workers_added_total", {}, 3),
+                         ("dask_scheduler_client_connections_added_total", {}, added + 1)])
+        assert value(m, "dask_scheduler_tick_count_total") > ticks, "the tick counter did not move"
+
+        # the second client gone, a worker retired, half the keys released
+        (w2,) = [a for a, w in c.scheduler_info()["workers"].items() if w["name"] == "w2"]
+        c.retire_workers([w2])
+        wait_for(lambda: w2 not in c.scheduler_info()["workers"], 30, "w2 to retire")
+        del bad
+        kept = futures[: n // 2]
         del futures, total
-        m = wait_for(lambda: (lambda m: m if value(m, "dask_scheduler_tasks_forgotten_total") == n + 1 else None)(scrape(go.base)),
-                     10, "the tasks to be forgotten")
+        m = agree(go.base, cluster_truth(c, go.base, 1)
+                  + [("dask_scheduler_tasks", {"state": "memory"}, len(kept)),
+                     ("dask_scheduler_tasks", {"state": "erred"}, 0),
+                     ("dask_scheduler_workers_removed_total", {}, 1),
+                     ("dask_scheduler_client_connections_removed_total", {}, removed + 1),
+                     ("dask_scheduler_tasks_forgotten_total", {}, n // 2 + 2)])  # half of slow_inc, sum, fails
+        assert len([k for k, h in c.who_has().items() if h]) == len(kept)
+        del kept
+        m = agree(go.base, [("dask_scheduler_tasks_forgotten_total", {}, n + 2)])
         assert sum(s.value for s in m["dask_scheduler_tasks"]) == 0
 
 

@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"os/signal"
 	"runtime/pprof"
@@ -25,7 +24,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"daskgo/compat"
-	"daskgo/scheduler"
 	"daskgo/scheduler/server"
 )
 
@@ -88,7 +86,7 @@ func serverConfig(o options, settings compat.SchedulerSettings, log zerolog.Logg
 	log.Debug().Uint32("hash-seed", hashSeed).Bool("hash-seed-drawn", seedDrawn).Msg("string hashing")
 	return server.Config{
 		Listen:            listen,
-		Engine:            engineConfig(settings),
+		Engine:            settings.Engine,
 		Python:            o.python,
 		TaskOrdering:      settings.TaskOrdering,
 		CheckOrder:        settings.TaskOrderingCheck,
@@ -150,17 +148,18 @@ func run(o options) error {
 		return err
 	}
 	defer removePID()
-	log.Info().Float64("worker-saturation", settings.WorkerSaturation).
-		Bool("root-task-co-assignment", settings.RootTaskCoAssignment).
-		Int("root-task-co-assignment-depth", settings.RootTaskCoAssignmentDepth).
-		Int("allowed-failures", settings.AllowedFailures).
-		Dur("worker-ttl", settings.WorkerTTL).
+	e := settings.Engine
+	log.Info().Float64("worker-saturation", e.WorkerSaturation).
+		Bool("root-task-co-assignment", e.RootTaskCoAssignment).
+		Int("root-task-co-assignment-depth", max(e.CoFamilyDepth, 0)). // Off as dask spells it
+		Int("allowed-failures", max(e.AllowedFailures, 0)).
+		Dur("worker-ttl", max(e.WorkerTTL, 0)). // 0: never
 		Str("compression", settings.CommCompression).
 		Str("task-ordering", settings.TaskOrdering).
-		Bool("work-stealing", settings.WorkStealing).
-		Dur("work-stealing-interval", settings.WorkStealingInterval).
-		Bool("active-memory-manager", settings.ActiveMemoryManager).
-		Dur("idle-timeout", cfg.IdleTimeout).
+		Bool("work-stealing", !e.NoWorkStealing).
+		Dur("work-stealing-interval", e.WorkStealingInterval).
+		Bool("active-memory-manager", !e.NoActiveMemoryManager).
+		Dur("idle-timeout", max(cfg.IdleTimeout, 0)).
 		Msg("configuration")
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -223,42 +222,4 @@ func shutdown(srv *server.Server, log zerolog.Logger) {
 	if err := srv.Shutdown(ctx); err != nil {
 		log.Warn().Err(err).Msg("connections still open at shutdown; closed them")
 	}
-}
-
-// engineConfig maps dask's settings onto the engine's.
-func engineConfig(st compat.SchedulerSettings) scheduler.Config {
-	c := scheduler.Config{
-		WorkerSaturation:             st.WorkerSaturation,
-		RootTaskCoAssignment:         st.RootTaskCoAssignment,
-		CoFamilyDepth:                st.RootTaskCoAssignmentDepth,
-		RootishTaskgroup:             st.RootishTaskgroup,
-		RootishTaskgroupDependencies: st.RootishTaskgroupDependencies,
-		WorkerTTL:                    st.WorkerTTL,
-		NoWorkersTimeout:             st.NoWorkersTimeout,
-		UnknownTaskDuration:          st.UnknownTaskDuration,
-		Bandwidth:                    float64(st.Bandwidth),
-		DefaultDataSize:              st.DefaultDataSize,
-		ValidateInvariants:           st.ValidateInvariants,
-		LeaseValidationInterval:      st.LeaseValidationInterval,
-		NoWorkStealing:               !st.WorkStealing,
-		WorkStealingInterval:         st.WorkStealingInterval,
-		NoActiveMemoryManager:        !st.ActiveMemoryManager,
-		NoAMMPolicy:                  !st.AMMPolicy,
-		MemoryRecentToOldTime:        st.MemoryRecentToOldTime,
-		ActiveMemoryManagerInterval:  st.ActiveMemoryManagerInterval,
-		DefaultTaskDurations:         st.DefaultTaskDurations,
-		TransitionLogSize:            st.LowLevelLogLength,
-		EventLogLength:               st.LowLevelLogLength,
-	}
-	if c.CoFamilyDepth <= 0 { // the engine reads 0 as its default
-		c.CoFamilyDepth = -1
-	}
-	if c.WorkerTTL == 0 { // null in dask config: never
-		c.WorkerTTL = -1
-	}
-	if math.IsInf(st.WorkerSaturation, 1) {
-		c.WorkerSaturation = math.Inf(1)
-	}
-	c.ExactAllowedFailures(st.AllowedFailures)
-	return c
 }

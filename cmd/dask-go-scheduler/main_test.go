@@ -25,7 +25,7 @@ func TestEngineConfigWorkStealing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ec := engineConfig(st)
+		ec := st.Engine
 		if err := ec.Validate(); err != nil {
 			t.Fatal(err)
 		}
@@ -51,7 +51,7 @@ func TestEngineConfigLogLengths(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ec := engineConfig(st)
+		ec := st.Engine
 		if ec.TransitionLogSize != want || ec.EventLogLength != want {
 			t.Errorf("env %q: transition log %d, event topics %d, want %d", env, ec.TransitionLogSize, ec.EventLogLength, want)
 		}

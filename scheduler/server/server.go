@@ -35,7 +35,8 @@ type Config struct {
 	TickEvery   time.Duration
 	Logger      zerolog.Logger
 	// IdleTimeout closes the scheduler once idle that long (--idle-timeout,
-	// distributed.scheduler.idle-timeout; 0: never).
+	// distributed.scheduler.idle-timeout). Its default, 0, is never, and
+	// so is scheduler.Never, the value compat reads dask's null as.
 	IdleTimeout time.Duration
 	// ConnectionLimit bounds the pool of connections to workers and
 	// nannies (comm.PoolConfig.Limit; 0: half the fd limit).
@@ -76,8 +77,9 @@ type DashboardConfig struct {
 }
 
 // Server is the scheduler process: the RPC server, the streams of clients
-// and workers, the materializer helper, and the goroutine that owns the
-// engine. Lifecycle: Start, then Addr, then Shutdown.
+// and workers, the materializer helper, and the engine's loop (loop.go),
+// which the goroutines doc.go lists enter one at a time under its lock
+// ("The engine's lock"). Lifecycle: Start, then Addr, then Shutdown.
 type Server struct {
 	cfg  Config
 	log  zerolog.Logger

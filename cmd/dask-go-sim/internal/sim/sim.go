@@ -188,6 +188,9 @@ func (c *Config) engineConfig() scheduler.Config {
 	ecfg.NoWorkStealing = !c.Stealing
 	ecfg.NoActiveMemoryManager = c.NoAMM
 	ecfg.CoFamilyDepth = c.CoFamilyDepth
+	if c.CoFamilyDepth < 0 { // the flag's "negative": contiguous priority runs
+		ecfg.CoFamilyDepth = scheduler.Off
+	}
 	return ecfg
 }
 
