@@ -158,6 +158,7 @@ type job struct {
 	req      scheduler.HelperRequest
 	versions chan versionsReply           // non-nil for a versions request
 	shuffle  *scheduler.ShuffleRunRequest // non-nil for a shuffle_run request
+	feed     *feedJob                     // non-nil for a feed_setup request (helper_feed.go)
 	graph    *graphBuilder                // the materialize answer so far
 	bad      error                        // first malformed chunk, reported when the answer is done
 }
@@ -418,6 +419,10 @@ func (m *Materializer) failQueued(cause error) {
 func (m *Materializer) fail(j *job, text string) {
 	if j.versions != nil {
 		j.versions <- versionsReply{err: errors.New(text)}
+		return
+	}
+	if j.feed != nil {
+		j.feed.answer(nil, nil, text)
 		return
 	}
 	m.deliver(m.errorResult(j, scheduler.RuntimeErrorInfo(text)))

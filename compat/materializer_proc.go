@@ -224,6 +224,8 @@ func (m *Materializer) encodeRequest(j *job) ([][]byte, error) {
 		return encodeShuffleRunRequest(j.wireID, j.shuffle)
 	case j.versions != nil:
 		return encodeVersionsRequest(j.wireID)
+	case j.feed != nil:
+		return encodeFeedSetupRequest(j.wireID, &j.feed.req)
 	}
 	return encodeMaterializeRequest(j.wireID, j.req.Msg, m.cfg.Ordering, m.cfg.CheckOrder)
 }

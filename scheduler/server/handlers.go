@@ -41,6 +41,7 @@ func (s *Server) implementedHandlers() map[string]comm.Handler {
 	h := map[string]comm.Handler{
 		"identity":        s.identity,
 		"echo":            comm.Echo,
+		"feed":            s.feed,
 		"register-client": s.registerClient,
 		"register-worker": s.registerWorker,
 		"register_nanny":  s.registerNanny,
