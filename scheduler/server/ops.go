@@ -82,7 +82,7 @@ var Ops = []OpInfo{
 	rpc("restart_workers", yes("Client.restart_workers (through the nannies; a new process under the same name)")),
 	rpc("retire_workers", yes("Client.retire_workers, Adaptive's scale-down (by address, by name, or those workers_to_close picks)")),
 	rpc("retry", yes("Client.retry, Future.retry (the reply is written before the retried tasks go to workers)")),
-	rpc("run_function", python("run_on_scheduler", "use Client.run (on workers) or run the function in the client")),
+	rpc("run_function", yes("Client.run_on_scheduler: runs in the scheduler-side Python host with a dask_scheduler object (compat/host_scheduler.py); a plain function runs in a thread of its own, so one that sleeps holds only its caller")),
 	rpc("scatter", yes("")),
 	rpc("semaphore_acquire", yes("distributed.Semaphore and Lock")),
 	rpc("semaphore_close", yes("distributed.Semaphore and Lock")),
@@ -208,5 +208,6 @@ func opsMarkdown() string {
 	for _, r := range rows {
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", r.Op, r.Kind, r.Status, r.Feature, r.Note)
 	}
+	b.WriteString("| any other op | rpc | forwarded | ops that a run_on_scheduler function, plugin, extension or preload puts in `dask_scheduler.handlers` (optuna_integration's `optuna_*`) | served by the scheduler-side Python host while it has them (forwardedOp in host.go); any other unknown op answers an error naming it |\n")
 	return b.String()
 }
