@@ -37,6 +37,9 @@ var hostSchedulerPy string
 //go:embed host_run.py
 var hostRunPy string
 
+//go:embed host_feed.py
+var hostFeedPy string
+
 // hostWireVersion must equal host.WIRE_VERSION.
 const hostWireVersion = 1
 
@@ -48,6 +51,7 @@ var hostModules = []pySource{
 	{"host", hostPy},
 	{"host_scheduler", hostSchedulerPy},
 	{"host_run", hostRunPy},
+	{"host_feed", hostFeedPy},
 }
 
 // HostConfig configures the host.

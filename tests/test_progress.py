@@ -4,7 +4,8 @@ the notebook widgets (ipywidgets, no browser: the widgets' values are read
 back), all through the scheduler's feed op. Where the answer is
 deterministic (the last message a bar reads) the same bar runs on
 distributed's own scheduler with the same workers and the two are
-compared. A feed that fails answers one final message and closes."""
+compared. A feed that fails answers one final message and closes; a feed
+with closures of its own runs in the scheduler-side Python host."""
 
 from __future__ import annotations
 
@@ -283,13 +284,55 @@ def test_multi_progress_group_by_raising_gets_an_error(clusters):
         assert isinstance(exc, ValueError), exc
 
 
-def test_feed_with_other_closures_fails_naming_it(clusters):
-    """A feed whose closures are not a progress bar's needs Python in the
-    scheduler: until then, one error message naming it, and the comm
-    closes."""
-    def function(scheduler):
-        return len(scheduler.tasks)
+def feed_setup(scheduler):
+    return {"calls": 0}
 
-    got = asyncio.run(raw_feed(clusters["go"].sched.address, function=dumps(function), interval=0.1))
+
+def feed_function(scheduler, state):
+    state["calls"] += 1
+    return {"calls": state["calls"], "tasks": len(scheduler.tasks), "workers": len(scheduler.workers)}
+
+
+def feed_teardown(scheduler, state):
+    scheduler.log_event("feed-test", {"torn-down-after": state["calls"]})
+
+
+def feed_raises(scheduler):
+    raise KeyError("nothing to feed")
+
+
+async def read_feed(address: str, n: int, **msg):
+    """Open a feed, read n messages, hang up."""
+    comm = await connect(address)
+    try:
+        await comm.write({"op": "feed", **msg})
+        return [await asyncio.wait_for(comm.read(), 30) for _ in range(n)]
+    finally:
+        await comm.close()
+
+
+def test_generic_feed_runs_in_the_host(clusters):
+    """A feed with closures of its own runs them in the scheduler-side
+    Python host against dask_scheduler: setup once, the function every
+    interval with the state, the teardown when the client hangs up."""
+    with clusters["go"].client() as c:
+        futs = c.map(slowinc, range(5), key=[f"generic-{i}" for i in range(5)])
+        c.gather(futs)
+        got = asyncio.run(read_feed(c.scheduler.address, 3, setup=dumps(feed_setup),
+                                    function=dumps(feed_function), teardown=dumps(feed_teardown),
+                                    interval="50ms"))
+        assert [m["calls"] for m in got] == [1, 2, 3], got
+        assert all(m["tasks"] >= 5 and m["workers"] == 2 for m in got), got
+        deadline = time.monotonic() + 30
+        while not c.get_events("feed-test"):
+            assert time.monotonic() < deadline, "the teardown never ran"
+            time.sleep(0.1)
+        (_, event), = c.get_events("feed-test")
+        assert event["torn-down-after"] >= 3
+
+
+def test_generic_feed_that_raises_answers_the_exception_and_closes(clusters):
+    got = asyncio.run(raw_feed(clusters["go"].sched.address, function=dumps(feed_raises), interval=0.1))
     assert len(got) == 1 and got[0]["status"] == "error", got
-    assert "ProgressBar" in got[0]["exception_text"], got
+    _, exc, _ = clean_exception(got[0]["exception"])
+    assert isinstance(exc, KeyError) and "nothing to feed" in str(exc), exc

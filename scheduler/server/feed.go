@@ -28,6 +28,9 @@ import (
 // ("finished" or "error"), which the bar reads as its last message, and
 // closes the comm; a client that hangs up earlier ends it too.
 //
+// Any other feed (a Client-side caller's own closures) runs in the
+// scheduler-side Python host (runInHost, compat/host_feed.py).
+//
 // A feed that fails (closures that do not unpickle, a custom group_by that
 // raises) answers one final message the bar can draw: the bar's own shape
 // with status "error" and the exception, or, when the closures are not a
@@ -126,7 +129,7 @@ func (f *feedRun) run(ctx context.Context, args *protocol.Map) error {
 	f.setup = fs
 	switch {
 	case fs.Kind == compat.FeedGeneric:
-		return errors.New("a feed other than distributed's ProgressBar and MultiProgressBar runs arbitrary Python inside the scheduler, which is Go: not supported by dask-go-scheduler")
+		return f.runInHost(ctx, every)
 	case fs.Kind == compat.FeedMulti && fs.GroupBy == "spans":
 		return errors.New("MultiProgress(group_by='spans') is not supported by dask-go-scheduler: it does not track spans; group by 'prefix' or a function")
 	}
@@ -246,4 +249,63 @@ func (f *feedRun) errorMessage(err error) *protocol.Map {
 		msg.Set("remaining", n)
 	}
 	return msg
+}
+
+// feedCloseTimeout bounds a generic feed's teardown in the host.
+const feedCloseTimeout = 30 * time.Second
+
+// runInHost runs a generic feed's closures in the scheduler-side Python
+// host (compat/host_feed.py): setup once, function every interval, the
+// teardown when the client leaves. The host answers; this goroutine keeps
+// the interval and writes, so a host that is slow delays only this feed.
+func (f *feedRun) runInHost(ctx context.Context, every time.Duration) error {
+	h := f.s.host
+	ans, err := h.Call(ctx, "feed_open", protocol.NewMap("setup", f.closure.Setup,
+		"function", f.closure.Function, "teardown", f.closure.Teardown))
+	if err != nil {
+		return fmt.Errorf("feed in the Python host: %w", err)
+	}
+	if err := hostError(ans); err != nil {
+		return err
+	}
+	id := ans.Get("feed")
+	defer func() { // the teardown runs whoever ended the feed
+		cctx, cancel := context.WithTimeout(f.s.ctx, feedCloseTimeout)
+		defer cancel()
+		if ans, err := h.Call(cctx, "feed_close", protocol.NewMap("feed", id)); err == nil {
+			err = hostError(ans)
+			if err != nil {
+				f.s.log.Info().Err(err).Msg("feed teardown failed")
+			}
+		}
+	}()
+	for {
+		ans, err := h.Call(ctx, "feed_next", protocol.NewMap("feed", id))
+		if err != nil {
+			return fmt.Errorf("feed in the Python host: %w", err)
+		}
+		if err := hostError(ans); err != nil {
+			return err
+		}
+		if err := f.write(ans.Get("result")); err != nil {
+			return errFeedGone
+		}
+		select {
+		case <-ctx.Done():
+			return errFeedGone
+		case <-f.s.clock.After(every):
+		}
+	}
+}
+
+// hostError is the host's error answer (distributed's error_message
+// fields) as a *compat.FeedError, or nil for an OK answer.
+func hostError(ans *protocol.Map) error {
+	if ans.Get("status") == "OK" {
+		return nil
+	}
+	info := &scheduler.ErrorInfo{Exception: ans.Get("exception"), Traceback: ans.Get("traceback")}
+	info.ExceptionText, _ = ans.Get("exception_text").(string)
+	info.TracebackText, _ = ans.Get("traceback_text").(string)
+	return &compat.FeedError{Info: info}
 }
