@@ -40,6 +40,9 @@ var hostRunPy string
 //go:embed host_feed.py
 var hostFeedPy string
 
+//go:embed host_perf.py
+var hostPerfPy string
+
 // hostWireVersion must equal host.WIRE_VERSION.
 const hostWireVersion = 1
 
@@ -52,6 +55,7 @@ var hostModules = []pySource{
 	{"host_scheduler", hostSchedulerPy},
 	{"host_run", hostRunPy},
 	{"host_feed", hostFeedPy},
+	{"host_perf", hostPerfPy},
 }
 
 // HostConfig configures the host.

@@ -35,6 +35,7 @@ func (s *Server) startHost() {
 	s.host = compat.NewHost(compat.HostConfig{Python: s.cfg.Python, Log: s.log})
 	s.host.Serve("snapshot", s.hostSnapshot)
 	s.host.Serve("rpc", s.hostRPC)
+	s.serveReportData() // performance_report's data (perfreport.go)
 	s.host.Serve("close", func(ctx context.Context, args *protocol.Map) (any, error) {
 		reason, _ := args.Get("reason").(string)
 		s.log.Info().Str("reason", reason).Msg("the Python host closes the scheduler")

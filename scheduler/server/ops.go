@@ -56,7 +56,7 @@ var Ops = []OpInfo{
 	rpc("nbytes", yes("Client.nbytes")),
 	rpc("ncores", yes("")),
 	rpc("ncores_running", yes("")),
-	rpc("performance_report", python("performance_report", "Client.get_task_stream(plot='save', filename=...) and Client.profile(filename=...) save its task stream and profile plots")),
+	rpc("performance_report", yes("distributed.performance_report: rendered with bokeh in the scheduler-side Python host by distributed's own Scheduler.performance_report, from the task stream, the workers' profiles (the scheduler's own is empty), bandwidth, the system monitor's series of the Go process and its Python children, and the log")),
 	rpc("processing", yes("")),
 	rpc("profile", OpInfo{Status: StatusPartial, Feature: "Client.profile",
 		Note: "workers' profiles as distributed merges them; scheduler=True answers an empty profile (there is no Python event loop to sample): profile the scheduler with dask-go-scheduler --cpu-profile FILE"}),

@@ -111,8 +111,9 @@ type Server struct {
 
 	statusSubs statusSubscribers // subscribe_worker_status streams (membership.go)
 	counters   counters
-	snap       snapshots // the engine's view for the HTTP routes (web.go)
-	idleOnce   sync.Once // the idle timeout's shutdown
+	sysmon     sysMonitor // the system monitor (sysmon.go), started on first read
+	snap       snapshots  // the engine's view for the HTTP routes (web.go)
+	idleOnce   sync.Once  // the idle timeout's shutdown
 	// drain is how long a stream the scheduler drops may take to write
 	// what it queued before its connection is closed (streamDrain; tests
 	// lengthen it).
