@@ -115,7 +115,14 @@
 //     joined before the handler returns; one goroutine per running
 //     MemorySampler sample (memsampler.go) and one per get_task_metadata
 //     collection (taskmetadata.go), owned by the server (goRun), each
-//     ending with its sample or collection, or with the server.
+//     ending with its sample or collection, or with the server; the system
+//     monitor's sampler (sysmon.go), started on its first read and ending
+//     with the server.
+//   - feed (feed.go): the connection's goroutine runs the feed until its
+//     final message or the client's hang-up, with a reader goroutine that
+//     ends when the connection closes (joined before the handler returns)
+//     and a watcher that turns the hang-up into the feed's cancellation
+//     (ending with the handler's context).
 //   - terminate starts Shutdown on a goroutine of its own, so that the RPC
 //     can answer before the server it runs in stops.
 //

@@ -37,8 +37,10 @@ import (
 // bar's, distributed.core.error_message's fields with status "error".
 //
 // The handler's goroutine is the comm server's for this connection; it
-// owns one reader goroutine (feedReader), which ends when the connection
-// closes, and waits for it before returning.
+// owns a reader goroutine (feedReader), which ends when the connection
+// closes and is awaited before the handler returns, and a watcher that
+// cancels the feed's context when the client hangs up (it ends with that
+// context, which the handler cancels on return).
 
 const (
 	// feedKeysPoll is how often setup looks for the bar's keys in the
