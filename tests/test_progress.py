@@ -336,3 +336,31 @@ def test_generic_feed_that_raises_answers_the_exception_and_closes(clusters):
     assert len(got) == 1 and got[0]["status"] == "error", got
     _, exc, _ = clean_exception(got[0]["exception"])
     assert isinstance(exc, KeyError) and "nothing to feed" in str(exc), exc
+
+
+def test_a_bar_that_hangs_up_leaves_nothing_behind(clusters):
+    """A client that closes its feed before the computation ends (a
+    notebook cell re-run) ends the feed: the engine drops its watch, and
+    the computation goes on."""
+    with clusters["go"].client() as c:
+        incs = c.map(slowinc, range(40), delay=0.1, key=[f"hangup-{i}" for i in range(40)])
+        bar = RecordingBar(incs, complete=True, interval="50ms")
+
+        async def two_draws_then_hang_up():
+            task = asyncio.ensure_future(bar.listen())
+            while len(bar.draws) < 2:
+                await asyncio.sleep(0.02)
+            open_now = (await c.scheduler.identity())["daskgo"]["footprint"]["progress_watches"]
+            assert open_now == 1, open_now
+            bar.comm.abort()
+            with contextlib.suppress(Exception):
+                await task
+
+        c.sync(two_draws_then_hang_up)
+        assert bar.stopped is None and bar.draws[-1][1] > 0, bar.draws
+        watches = lambda: c.sync(c.scheduler.identity)["daskgo"]["footprint"]["progress_watches"]  # noqa: E731
+        deadline = time.monotonic() + 10
+        while watches() != 0:
+            assert time.monotonic() < deadline, "the watch outlived its feed"
+            time.sleep(0.1)
+        assert c.gather(incs) == list(range(1, 41))
