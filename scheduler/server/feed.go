@@ -91,9 +91,9 @@ func (s *Server) feed(ctx context.Context, req *comm.Request) (any, error) {
 	return nil, nil
 }
 
-// feedReader reads the comm until it fails: the client sends nothing after
-// its feed request, so a read that returns means it hung up (or wrote
-// something a feed does not take, which ends it too).
+// feedReader reads the comm until it fails, which is how the client's
+// hang-up shows: a bar sends nothing after its feed request (anything it
+// did send would be read and dropped, as Scheduler.feed never reads).
 func feedReader(conn *comm.Conn, gone chan<- struct{}) {
 	defer close(gone)
 	for {
