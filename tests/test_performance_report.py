@@ -19,7 +19,7 @@ import pytest
 from distributed import Client, performance_report
 
 from browser import Browser, BrowserMissing, chromium_path
-from cluster import GoScheduler, Workers
+from cluster import GoScheduler, PyScheduler, Workers
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -113,6 +113,26 @@ def document_keys(html: str) -> set[str]:
     return keys
 
 
+def document_titles(html: str) -> list[str]:
+    """The tabs' titles of the bokeh document embedded in a report, in order."""
+    start = html.index('<script type="application/json"')
+    doc = json.loads(html[html.index(">", start) + 1:html.index("</script>", start)])
+    titles = []
+
+    def walk(v):
+        if isinstance(v, dict):
+            if v.get("name") == "TabPanel" and isinstance(v.get("attributes"), dict):
+                titles.append(v["attributes"].get("title"))
+            for x in v.values():
+                walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+
+    walk(doc)
+    return titles
+
+
 def real_errors(errors: list[str]) -> list[str]:
     """Page errors but the template's favicon, which is on docs.dask.org
     (no network here)."""
@@ -194,3 +214,30 @@ def test_monitor_through_run_on_scheduler(client):
     assert len(series["memory"]) == count1 - count0
     assert all(m > 20e6 for m in series["memory"]), series["memory"]
     assert all(0 < n < 100_000 for n in series["num_fds"]), series["num_fds"]
+
+
+def test_report_has_the_tabs_of_pythons(client, tmp_path):
+    """The same block on distributed's own scheduler (same workers' kind,
+    same Client code): both reports have the same tabs in the same order,
+    and both task streams hold the block's tasks."""
+    (tmp_path / "py").mkdir()
+    sched = PyScheduler(tmp_path / "py").start()
+    workers = Workers(tmp_path / "py")
+    try:
+        for name in ("p0", "p1"):
+            workers.start(sched.address, name, nthreads=2)
+        with Client(sched.address, timeout=60) as pc:
+            pc.wait_for_workers(2, timeout=120)
+            with performance_report(filename=str(tmp_path / "py.html")):
+                compute(pc, "py")
+    finally:
+        workers.stop()
+        sched.stop()
+    with performance_report(filename=str(tmp_path / "go.html")):
+        compute(client, "go")
+    py, go = (tmp_path / "py.html").read_text(), (tmp_path / "go.html").read_text()
+    assert document_titles(go) == document_titles(py), (document_titles(go), document_titles(py))
+    assert len(document_titles(go)) == 9
+    for kind, html in (("py", py), ("go", go)):
+        keys = document_keys(html)
+        assert {f"reportinc-{kind}-{i}" for i in range(60)} <= keys, (kind, sorted(keys)[:5])
