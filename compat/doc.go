@@ -8,7 +8,8 @@
 //     port of dask.order) in Go; it also runs the Python half of P2P shuffles
 //     (materializer_shuffle.go: the ShuffleWorkerPlugin pickle for
 //     register-worker, and shuffle_run, which builds a run's
-//     ShuffleRunSpec);
+//     ShuffleRunSpec); and feed_setup (helper_feed.go), which unpickles a
+//     feed op's closures once and says whether they are a progress bar's;
 //   - dask configuration (config.go, settings.go): dask's YAML files and
 //     DASK_* environment variables, read with dask's precedence rules into a
 //     typed SchedulerSettings;
@@ -34,7 +35,8 @@
 //   - Requests are answered in submission order; every Submit yields exactly
 //     one GraphMaterialized on Results, and every SubmitShuffleRun one
 //     ShuffleRunCreated (success, Python exception, or helper crash), except
-//     for requests still queued when Close is called.
+//     for requests still queued when Close is called; FeedSetup waits for
+//     its own answer (or its context, or Close).
 //   - A request written to a helper is owned by that helper's incarnation:
 //     when the process dies, every such request fails with an error naming
 //     the exit status, and the helper is restarted for the rest.
