@@ -364,3 +364,17 @@ def test_a_bar_that_hangs_up_leaves_nothing_behind(clusters):
             assert time.monotonic() < deadline, "the watch outlived its feed"
             time.sleep(0.1)
         assert c.gather(incs) == list(range(1, 41))
+
+
+def test_multi_progress_by_spans_fails_naming_it(clusters):
+    """group_by="spans" needs spans, which the scheduler does not track: the
+    bar reads one error message in its own shape naming it, and stops."""
+    with clusters["go"].client() as c:
+        incs = c.map(slowinc, range(3), key=[f"spans-{i}" for i in range(3)])
+        bar = RecordingMultiBar(incs, complete=True, group_by="spans", interval="50ms")
+        c.sync(bar.listen, callback_timeout=60)
+        resp = bar._last_response
+        assert resp["status"] == "error" and resp["all"] == {} and resp["remaining"] == {}, resp
+        _, exc, _ = clean_exception(resp["exception"])
+        assert "spans" in str(exc), exc
+        assert c.gather(incs) == [1, 2, 3]
