@@ -43,6 +43,9 @@ var hostFeedPy string
 //go:embed host_perf.py
 var hostPerfPy string
 
+//go:embed host_spans.py
+var hostSpansPy string
+
 // hostWireVersion must equal host.WIRE_VERSION.
 const hostWireVersion = 1
 
@@ -56,6 +59,7 @@ var hostModules = []pySource{
 	{"host_run", hostRunPy},
 	{"host_feed", hostFeedPy},
 	{"host_perf", hostPerfPy},
+	{"host_spans", hostSpansPy},
 }
 
 // HostConfig configures the host.

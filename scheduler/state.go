@@ -90,6 +90,7 @@ type State struct {
 	taskMeta    map[string]*taskMetaCollection
 	taskMetaGen int64
 	progress    progressWatches // progress bars' feeds (progress.go)
+	spans       spanRegistry    // span metrics (spans.go)
 	// ammRunning: the active memory manager runs on AMMTick
 	// (amm_control.go; amm_handler start/stop)
 	ammRunning bool

@@ -60,3 +60,24 @@ func TestFeedErrorMessageShapes(t *testing.T) {
 		}
 	}
 }
+
+// The heartbeat's extensions["spans"] entries, (context, span_id, *other):
+// value, lose their span id into SpanID; odd entries are left out.
+func TestHeartbeatSpans(t *testing.T) {
+	spans := &protocol.Map{Entries: []protocol.Entry{
+		{Key: []any{"execute", "id-1", "busy", "thread-cpu", "seconds"}, Value: 0.5},
+		{Key: []any{"execute", nil, "busy", "thread-cpu", "seconds"}, Value: 0.5}, // no span
+		{Key: "flat", Value: 1.0},
+		{Key: []any{"p2p", "id-2", "disk", "bytes"}, Value: int64(10)},
+	}}
+	got := heartbeatSpans(protocol.NewMap("spans", spans))
+	if len(got) != 2 || got[0].SpanID != "id-1" || got[1].SpanID != "id-2" || got[1].Value != 10 {
+		t.Fatalf("got %+v", got)
+	}
+	if k := got[0].Key; len(k) != 4 || k[0] != "execute" || k[1] != "busy" {
+		t.Fatalf("key %v", k)
+	}
+	if heartbeatSpans(protocol.NewMap("spans", &protocol.Map{})) != nil || heartbeatSpans(nil) != nil {
+		t.Fatal("nothing to read")
+	}
+}

@@ -141,7 +141,7 @@ func (s *Server) heartbeatWorker(ctx context.Context, req *comm.Request) (any, e
 	if f.err != nil {
 		return nil, f.err
 	}
-	hb := &scheduler.WorkerHeartbeat{Worker: addr, Executing: executing}
+	hb := &scheduler.WorkerHeartbeat{Worker: addr, Executing: executing, SpanMetrics: heartbeatSpans(req.Args.Get("extensions"))}
 	if metrics != nil {
 		hb.Metrics = metrics
 		hb.Bandwidth, hb.HasBandwidth = toFloat(lookupPath(metrics, "bandwidth", "total"))

@@ -23,6 +23,7 @@ import (
 // serveReportData registers the host services performance_report reads.
 func (s *Server) serveReportData() {
 	s.host.Serve("monitor", s.monitorService)
+	s.host.Serve("spans", s.spansService) // span metrics (spans.go)
 	s.host.Serve("profile", func(ctx context.Context, args *protocol.Map) (any, error) {
 		return s.profile(ctx, &comm.Request{Op: "profile", Args: args, Reply: true, Log: s.log})
 	})
