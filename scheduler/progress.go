@@ -1,6 +1,8 @@
 package scheduler
 
 import (
+	"strings"
+
 	"daskgo/protocol"
 )
 
@@ -33,6 +35,10 @@ const (
 	// apply it to the keys StartProgress answers and sets the groups with
 	// SetProgressGroups.
 	GroupByCustom
+	// GroupBySpans is group_by="spans": (", ".join(span.name), span_id) of
+	// each key's group (spans.go); a key outside any span, which distributed
+	// puts in its ("default",) span, is in ("default", "default").
+	GroupBySpans
 )
 
 // ProgressStatus is Progress.status.
@@ -175,6 +181,24 @@ func (s *State) startProgress(x *StartProgress) *ProgressStarted {
 				g = int32(len(w.groups))
 				index[name] = g
 				w.groups = append(w.groups, name)
+			}
+			w.all[k] = g
+		}
+		w.count(len(w.groups))
+	case x.Grouping == GroupBySpans:
+		index := map[string]int32{}
+		for k, ts := range all {
+			id, name := ts.group.spanID, "default"
+			if sp := s.spans.byID[id]; sp != nil {
+				name = strings.Join(sp.name, ", ")
+			} else {
+				id = "default"
+			}
+			g, ok := index[id]
+			if !ok {
+				g = int32(len(w.groups))
+				index[id] = g
+				w.groups = append(w.groups, []any{name, id})
 			}
 			w.all[k] = g
 		}

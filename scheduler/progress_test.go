@@ -178,3 +178,31 @@ func TestProgressForgotten(t *testing.T) {
 	_, has := m.Lookup("key")
 	eq(t, has, true, "names the key")
 }
+
+// group_by="spans": each key's group's span, named (", ".join(name), id);
+// keys outside any span in ("default", "default").
+func TestMultiProgressBySpans(t *testing.T) {
+	s := newTestState(t, withWorkers("w1:8"))
+	tasks := sumGraph()
+	for i := range 4 {
+		tasks[i].Annotations = Annotations{Verbatim: protocol.NewMap("span", "x"),
+			Span: &SpanAnnotation{Name: []string{"outer", "prep"}, IDs: []string{"o", "p"}}}
+	}
+	s.submit("c1", tasks, "sum-0")
+	p := s.startProgress(&StartProgress{Keys: keys("sum-0"), Complete: true, Multi: true, Grouping: GroupBySpans})
+	m, _ := s.report(p.ID)
+	all := m.Get("all").(*protocol.Map)
+	eq(t, all.Len(), 2, "two groups")
+	for _, e := range all.Entries {
+		g := e.Key.([]any)
+		switch g[1] {
+		case "p":
+			eq(t, g[0], any("outer, prep"), "span name")
+			eq(t, e.Value, any(int64(4)), "x-* in the span")
+		case "default":
+			eq(t, e.Value, any(int64(1)), "sum-0 outside")
+		default:
+			t.Fatalf("group %v", g)
+		}
+	}
+}

@@ -366,15 +366,23 @@ def test_a_bar_that_hangs_up_leaves_nothing_behind(clusters):
         assert c.gather(incs) == list(range(1, 41))
 
 
-def test_multi_progress_by_spans_fails_naming_it(clusters):
-    """group_by="spans" needs spans, which the scheduler does not track: the
-    bar reads one error message in its own shape naming it, and stops."""
-    with clusters["go"].client() as c:
-        incs = c.map(slowinc, range(3), key=[f"spans-{i}" for i in range(3)])
-        bar = RecordingMultiBar(incs, complete=True, group_by="spans", interval="50ms")
-        c.sync(bar.listen, callback_timeout=60)
-        resp = bar._last_response
-        assert resp["status"] == "error" and resp["all"] == {} and resp["remaining"] == {}, resp
-        _, exc, _ = clean_exception(resp["exception"])
-        assert "spans" in str(exc), exc
-        assert c.gather(incs) == [1, 2, 3]
+def test_multi_progress_by_spans_matches_python(clusters):
+    """group_by="spans": one bar per span, named (", ".join(span name),
+    span id), with the same names and counts as on distributed's
+    scheduler."""
+    from distributed import span
+
+    last = {}
+    for kind in KINDS:
+        with clusters[kind].client() as c:
+            with span("outer", "prep") as prep:
+                incs = c.map(slowinc, range(30), key=[f"spanned-{i}" for i in range(30)])
+            with span("sum") as summed:
+                tot = c.submit(total, incs, key="spanned-total")
+            bar = RecordingMultiBar([tot], complete=True, group_by="spans", interval="50ms")
+            c.sync(bar.listen, callback_timeout=120)
+            resp = bar._last_response
+            assert resp["status"] == "finished", resp
+            assert set(resp["all"]) == {("outer, prep", prep), ("sum", summed)}, resp["all"]
+            last[kind] = {name: n for (name, _), n in resp["all"].items()}
+    assert last["go"] == last["py"] == {"outer, prep": 30, "sum": 1}

@@ -132,8 +132,6 @@ func (f *feedRun) run(ctx context.Context, args *protocol.Map) error {
 	switch {
 	case fs.Kind == compat.FeedGeneric:
 		return f.runInHost(ctx, every)
-	case fs.Kind == compat.FeedMulti && fs.GroupBy == "spans":
-		return errors.New("MultiProgress(group_by='spans') is not supported by dask-go-scheduler: it does not track spans; group by 'prefix' or a function")
 	}
 	id, err := f.start(ctx, fs)
 	if err != nil {
@@ -148,8 +146,11 @@ func (f *feedRun) run(ctx context.Context, args *protocol.Map) error {
 // keys).
 func (f *feedRun) start(ctx context.Context, fs *compat.FeedSetup) (int64, error) {
 	grouping := scheduler.GroupByPrefix
-	if fs.GroupBy == "custom" {
+	switch fs.GroupBy {
+	case "custom":
 		grouping = scheduler.GroupByCustom
+	case "spans":
+		grouping = scheduler.GroupBySpans
 	}
 	for {
 		v, err := f.s.loop.call(ctx, func(id int64) scheduler.Stimulus {
