@@ -156,6 +156,10 @@ func (mp *msgPipe) enqueue(m *protocol.Map, isPost bool) error {
 	if isPost {
 		if mp.posts >= maxPosts {
 			mp.dropped++
+			if mp.dropped%1000 == 1 { // the host is behind: say so, not per message
+				mp.p.spec.Log.Warn().Int64("dropped", mp.dropped).Int("queued", mp.posts).
+					Msgf("the %s is not keeping up; one-way messages dropped", mp.p.spec.What)
+			}
 			return fmt.Errorf("%s: %d messages queued, message dropped", mp.p.spec.What, maxPosts)
 		}
 		mp.posts++
