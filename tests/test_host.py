@@ -219,3 +219,67 @@ def test_forwarded_stream_handler(cluster):
         assert sorted(x for _, x in seen) == [0, 1, 2]
         assert {cid for cid, _ in seen} == {c.id}
         assert c.submit(sum, [1, 1]).result(timeout=30) == 2
+
+
+def test_dask_scheduler_members_served_by_go(cluster):
+    """log_event reaches the scheduler's event log, get_task_stream and
+    get_logs read the scheduler's, loop.add_callback runs on the host's loop
+    from a run_on_scheduler thread, memory and identity read as distributed's."""
+    with client(cluster) as c:
+        # the task stream records from its first read on, as distributed's
+        # TaskStreamPlugin, added by the first get_task_stream
+        c.run_on_scheduler(lambda dask_scheduler: dask_scheduler.get_task_stream())
+        assert c.submit(sum, [4, 5], key="summed").result(timeout=30) == 9
+
+        def use(dask_scheduler):
+            import threading as th
+
+            dask_scheduler.log_event("host-topic", {"hello": 1})
+            stream = dask_scheduler.get_task_stream()
+            logs = dask_scheduler.get_logs()
+            ran = th.Event()
+            dask_scheduler.loop.add_callback(ran.set)
+            return {
+                "stream_keys": [r["key"] for r in stream],
+                "n_logs": len(logs),
+                "callback_ran": ran.wait(10),
+                "memory_type": type(dask_scheduler.memory).__name__,
+                "identity_type": dask_scheduler.identity()["type"],
+                "status": dask_scheduler.status.name,
+            }
+
+        got = c.run_on_scheduler(use)
+        assert "summed" in got["stream_keys"]
+        assert got["n_logs"] > 0
+        assert got["callback_ran"] is True
+        assert got["memory_type"] == "MemoryState"
+        assert got["identity_type"] == "Scheduler"
+        assert got["status"] == "running"
+        events = wait_for(lambda: c.get_events("host-topic") or None, 10, "the host's event")
+        assert events[0][1] == {"hello": 1}
+
+
+def test_retire_workers_from_the_host(tmp_path):
+    """await dask_scheduler.retire_workers(...) in a coroutine function
+    retires the worker through the scheduler, keeping its data."""
+    sched = GoScheduler(tmp_path).start()
+    workers = Workers(tmp_path)
+    try:
+        workers.start(sched.address, "r0")
+        workers.start(sched.address, "r1")
+        with Client(sched.address, timeout=60) as c:
+            c.wait_for_workers(2, timeout=120)
+            futs = c.map(lambda x: x + 100, range(20))
+            assert c.gather(futs) == list(range(100, 120))
+            victim = next(a for a, w in c.scheduler_info()["workers"].items() if w["name"] == "r0")
+
+            async def retire(addr, dask_scheduler=None):
+                return await dask_scheduler.retire_workers(workers=[addr])
+
+            out = c.run_on_scheduler(retire, victim)
+            assert victim in out
+            wait_for(lambda: len(c.scheduler_info()["workers"]) == 1 or None, 30, "one worker left")
+            assert c.gather(futs) == list(range(100, 120))
+    finally:
+        workers.stop()
+        sched.stop()
