@@ -17,6 +17,9 @@ import (
 // by Materializer.mu; the rest is set before its goroutines start.
 type incarnation struct {
 	*proc
+	m       *Materializer
+	stop    chan struct{}  // closed by end: the writer returns
+	wg      sync.WaitGroup // the writer
 	pending map[int64]*job // written (or being written) to this process
 	// retiring: take no more requests; close stdin once pending is empty
 	// (helper_recycle.go). Guarded by Materializer.mu.
@@ -25,12 +28,9 @@ type incarnation struct {
 	retired  atomic.Bool // it exited because Go retired it
 }
 
-// spawn starts a helper (proc_spawn.go) and completes its startup
-// handshake (a versions request), so that a broken interpreter or
-// environment is reported here, with the helper's last stderr lines,
-// instead of as a failed graph later.
-func (m *Materializer) spawn(ctx context.Context) (*incarnation, error) {
-	p, err := spawnProc(&procSpec{
+// procSpec is how a helper process starts (proc_spawn.go).
+func (m *Materializer) procSpec() procSpec {
+	return procSpec{
 		What: "materializer helper", PIDField: "helper_pid", Python: m.cfg.Python, Dir: m.cfg.Dir, Log: m.log,
 		Env: append(slices.Clone(m.cfg.Env),
 			"DASKGO_MATERIALIZER_CHUNK="+strconv.Itoa(m.cfg.ChunkTasks),
@@ -39,26 +39,48 @@ func (m *Materializer) spawn(ctx context.Context) (*incarnation, error) {
 			// orders with
 			"PYTHONHASHSEED="+strconv.FormatUint(uint64(m.cfg.HashSeed), 10)),
 		Sources: []pySource{{"helper_wire", helperWireScript}, {"materializer", materializerScript}},
-	})
+	}
+}
+
+// open completes a spawned helper's startup handshake (a versions
+// request), so that a broken interpreter or environment is reported at
+// start, with the helper's last stderr lines (supervisor.start), instead
+// of as a failed graph later; then the incarnation is the current helper.
+func (m *Materializer) open(p *proc) (session, error) {
+	inc := &incarnation{proc: p, m: m, pending: map[int64]*job{}, stop: make(chan struct{})}
+	versions, plugins, err := m.handshake(context.Background(), inc)
 	if err != nil {
 		return nil, err
-	}
-	inc := &incarnation{proc: p, pending: map[int64]*job{}}
-	versions, plugins, err := m.handshake(ctx, inc)
-	if err != nil {
-		inc.kill("startup failed")
-		status := inc.wait()
-		tail := inc.stderr.tail()
-		return nil, fmt.Errorf("materializer helper %q (pid %d, %s) did not start: %w%s",
-			m.cfg.Python, inc.pid, status, err, tail)
 	}
 	inc.startRSS = processRSS(inc.pid)
 	m.mu.Lock()
 	m.versions = versions
 	m.plugins = plugins
+	m.cur = inc
 	m.mu.Unlock()
 	m.log.Debug().Int("helper_pid", inc.pid).Int64("rss", inc.startRSS).Msg("materializer helper started")
 	return inc, nil
+}
+
+// run serves the helper: one goroutine writes queued requests, this one
+// reads the answers until the helper's output ends.
+func (inc *incarnation) run() {
+	inc.wg.Add(1)
+	go func() {
+		defer inc.wg.Done()
+		inc.m.writeLoop(inc, inc.stop)
+	}()
+	inc.m.readLoop(inc)
+}
+
+// end stops the writer once the helper is reaped and fails every request
+// it had taken, naming status. A retired helper's exit is planned.
+func (inc *incarnation) end(status string) bool {
+	close(inc.stop)
+	_ = inc.stdin.Close()
+	inc.wg.Wait()
+	inc.m.failPending(inc, status)
+	return inc.isRetired()
 }
 
 // handshake asks for versions (and the worker plugins, which come with
@@ -103,24 +125,6 @@ func (m *Materializer) handshake(ctx context.Context, inc *incarnation) (version
 		return nil, nil, err
 	}
 	return a.versions, a.plugins, nil
-}
-
-// runIncarnation serves inc until its process is gone and returns its exit
-// status. The calling (supervisor) goroutine reads; one goroutine writes.
-func (m *Materializer) runIncarnation(inc *incarnation) string {
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		m.writeLoop(inc, stop)
-	}()
-	m.readLoop(inc)
-	status := inc.wait()
-	close(stop)
-	_ = inc.stdin.Close()
-	wg.Wait()
-	return status
 }
 
 // writeLoop takes queued requests in order, binds each to inc (pending)

@@ -22,7 +22,7 @@ func fakeMaterializer(t *testing.T, jobs ...*job) (*Materializer, *incarnation) 
 	cfg.setDefaults()
 	m := &Materializer{
 		cfg: cfg, log: cfg.Log, results: make(chan scheduler.Stimulus, 16),
-		done: make(chan struct{}), exited: make(chan struct{}),
+		done: make(chan struct{}),
 	}
 	inc := &incarnation{proc: &proc{spec: &procSpec{What: "materializer helper", Log: cfg.Log}}, pending: map[int64]*job{}}
 	for _, j := range jobs {
