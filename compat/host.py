@@ -240,7 +240,12 @@ async def _serve_request(msg):
         _error_answer(rid, e)
 
 
+generation = 0  # bumped by every request and message from Go (host_scheduler's snapshots)
+
+
 def _dispatch(msg):
+    global generation
+    generation += 1  # what Go sends may follow a change: snapshots taken before are stale
     t = msg.get("t")
     if t == "req":
         task = loop.create_task(_serve_request(msg))

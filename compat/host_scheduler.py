@@ -8,9 +8,10 @@ the Scheduler. Three kinds of members:
   status, memory, get_task_stream, get_logs, bandwidth figures. A snapshot
   is one call to Go, which copies the engine's state under its lock
   (scheduler.State.DumpState) and encodes it outside it; it is reused for
-  SNAPSHOT_TTL seconds, so a loop over ``tasks`` reads one copy, and it is
-  never written back: setting a TaskState's attribute changes nothing in the
-  scheduler;
+  SNAPSHOT_TTL seconds unless Go sent the host anything since (so a loop
+  over ``tasks`` reads one copy, and a new run_on_scheduler call reads a
+  new one), and it is never written back: setting a TaskState's attribute
+  changes nothing in the scheduler;
 - kept here: plugins, extensions, handlers, stream_handlers,
   periodic_callbacks, loop, and any attribute code sets on the object;
 - sent to Go: log_event, retire_workers, close, register_worker_plugin /
@@ -197,6 +198,9 @@ class WorkerState:
     def __hash__(self):
         return hash(self.address)
 
+    def __eq__(self, other):
+        return getattr(other, "address", other) == self.address
+
     def __repr__(self):
         return f"<WorkerState {self.address!r}, name: {self.name}, status: {getattr(self.status, 'name', self.status)}>"
 
@@ -228,20 +232,55 @@ def _memory_state(m):
 
 class _Snapshot:
     """One part of the engine's state as Go copied it, reused for
-    SNAPSHOT_TTL seconds."""
+    SNAPSHOT_TTL seconds and until Go sends the host anything (a request or
+    an event may follow a change the copy does not have)."""
 
     def __init__(self, part, build):
         self.part, self.build = part, build
         self.lock = threading.Lock()
-        self.value, self.at = None, 0.0
+        self.value, self.at, self.gen = None, 0.0, -1
 
     def get(self):
         with self.lock:
             now = time.monotonic()
-            if self.value is None or now - self.at > SNAPSHOT_TTL:
+            if self.value is None or self.gen != host.generation or now - self.at > SNAPSHOT_TTL:
+                gen = host.generation
                 self.value = self.build(host.call_go("snapshot", part=self.part))
-                self.at = time.monotonic()
+                self.at, self.gen = time.monotonic(), gen
             return self.value
+
+
+class WorkerRef:
+    """A worker named by a task (who_has, processing_on): its address, and
+    the rest read from dask_scheduler.workers when asked for. Equal to the
+    WorkerState of the same address."""
+
+    __slots__ = ("address",)
+
+    def __init__(self, address):
+        self.address = address
+
+    def __getattr__(self, name):
+        ws = host.scheduler.workers.get(self.address)
+        if ws is None:
+            raise AttributeError(f"worker {self.address} is gone; no {name!r}")
+        return getattr(ws, name)
+
+    def __eq__(self, other):
+        return getattr(other, "address", other) == self.address
+
+    def __hash__(self):
+        return hash(self.address)
+
+    def __repr__(self):
+        return f"<WorkerState {self.address!r}>"
+
+
+def _ref(refs, address):
+    r = refs.get(address)
+    if r is None:
+        r = refs[address] = WorkerRef(address)
+    return r
 
 
 def _build_tasks(snap):
@@ -256,16 +295,17 @@ def _build_tasks(snap):
     groups = {}
     for ts, r in zip(order, rows):
         (_, ts.state, ts.nbytes, gname, pname, deps, who_has, proc, ts.annotations,
-         ts.exception_text, ts.traceback_text, ts.priority, ts.run_id, ts.retries, ts.erred_on) = r
+         ts.exception_text, ts.traceback_text, ts.priority, ts.run_id, ts.retries, ts.erred_on,
+         ts.exception, ts.traceback) = r
         g = groups.get(gname)
         if g is None:
             g = groups[gname] = TaskGroup(gname, TaskPrefix(pname))
         ts.group, ts.prefix = g, g.prefix
         ts.dependencies = {order[i] for i in deps}
         ts.dependents = set()
-        ts.who_has = {wstates.setdefault(workers[i], workers[i]) for i in who_has}
-        ts.processing_on = workers[proc] if proc is not None and proc >= 0 else None
-        ts.exception = ts.traceback = ts.exception_blame = None
+        ts.who_has = {_ref(wstates, workers[i]) for i in who_has}
+        ts.processing_on = _ref(wstates, workers[proc]) if proc is not None and proc >= 0 else None
+        ts.exception_blame = None
         ts.suspicious, ts.span_id, ts.actor, ts.who_wants = 0, None, False, set()
         ts.annotations = ts.annotations or {}
     for ts in order:

@@ -83,6 +83,7 @@ type TaskRare struct {
 	Blame                                Ref // exception_blame, when HasBlame
 	HasBlame                             bool
 	ExceptionText, TracebackText         string
+	Exception, Traceback                 any // as the worker sent them, opaque and shared: read only
 	Metadata                             any // the worker's, opaque
 }
 
@@ -214,7 +215,8 @@ func rareOf(ts *TaskState) TaskRare {
 	r := TaskRare{Retries: x.retries, Suspicious: x.suspicious, ErredOn: slices.Clone(x.erredOn),
 		WorkerRestrictions: slices.Clone(x.workerRestrictions), HostRestrictions: slices.Clone(x.hostRestrictions),
 		ResourceRestrictions: maps.Clone(x.resourceRestrictions), Loose: x.looseRestrictions,
-		ExceptionText: x.exceptionText, TracebackText: x.tracebackText, Metadata: x.metadata}
+		ExceptionText: x.exceptionText, TracebackText: x.tracebackText, Metadata: x.metadata,
+		Exception: x.exception, Traceback: x.traceback}
 	if b := ts.exceptionBlame; b != nil {
 		r.Blame, r.HasBlame = Ref{b.Key, b.state}, true
 	}

@@ -56,7 +56,9 @@ def test_run_on_scheduler_reads_tasks_and_workers(cluster):
             return {
                 "n_mine": sum(1 for k in ts if str(k).startswith("inc-")),
                 "state": one.state,
-                "who_has": sorted(w.address if hasattr(w, "address") else w for w in one.who_has),
+                "who_has": sorted(w.address for w in one.who_has),
+                "who_has_names": sorted(w.name for w in one.who_has),
+                "holder_in_workers": all(w in ws.values() for w in one.who_has),
                 "prefix": one.prefix.name,
                 "workers": sorted(ws),
                 "names": sorted(w.name for w in ws.values()),
@@ -71,6 +73,8 @@ def test_run_on_scheduler_reads_tasks_and_workers(cluster):
         assert got["n_mine"] == 50
         assert got["state"] == "memory"
         assert got["who_has"] and set(got["who_has"]) <= set(info["workers"])
+        assert set(got["who_has_names"]) <= {"w0", "w1"}
+        assert got["holder_in_workers"]
         assert got["prefix"] == "inc"
         assert got["workers"] == sorted(info["workers"])
         assert got["names"] == ["w0", "w1"]
@@ -283,3 +287,22 @@ def test_retire_workers_from_the_host(tmp_path):
     finally:
         workers.stop()
         sched.stop()
+
+
+def test_erred_task_seen_from_the_host(cluster):
+    def bad(x):
+        raise ZeroDivisionError(f"bad {x}")
+
+    with client(cluster) as c:
+        f = c.submit(bad, 1, key="bad-one")
+        with pytest.raises(ZeroDivisionError):
+            f.result(timeout=30)
+
+        def look(dask_scheduler):
+            ts = dask_scheduler.tasks["bad-one"]
+            return ts.state, ts.exception_text, ts.exception is not None, "bad" in (ts.traceback_text or "")
+
+        state, text, has_exc, tb = c.run_on_scheduler(look)
+        assert state == "erred"
+        assert "bad 1" in text
+        assert has_exc and tb

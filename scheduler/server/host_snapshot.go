@@ -20,7 +20,8 @@ import (
 //	tasks    {"tasks": [[key, state, nbytes, group, prefix, [dep index...],
 //	          [who_has index...], processing_on index or None, annotations,
 //	          exception_text, traceback_text, priority, run_id, retries,
-//	          erred_on], ...], "workers": [address...]} (indices into
+//	          erred_on, exception, traceback], ...], "workers": [address...]}
+//	          (exception and traceback as the worker sent them; indices into
 //	          "tasks" and "workers")
 //	workers  {"workers": [{address, name, nthreads, memory_limit, metrics,
 //	          status, has_what, processing, ...}]}
@@ -91,7 +92,7 @@ func snapshotTasks(d *scheduler.ClusterDump) *protocol.Map {
 			proc = int64(t.ProcessingOn)
 		}
 		g := d.Groups[t.Group]
-		var excText, tbText any
+		var excText, tbText, exc, tb any
 		var retries int64
 		var erredOn []any
 		if t.Rare >= 0 {
@@ -99,6 +100,7 @@ func snapshotTasks(d *scheduler.ClusterDump) *protocol.Map {
 			if r.ExceptionText != "" {
 				excText, tbText = r.ExceptionText, r.TracebackText
 			}
+			exc, tb = r.Exception, r.Traceback
 			retries = int64(r.Retries)
 			for _, w := range r.ErredOn {
 				erredOn = append(erredOn, w)
@@ -109,7 +111,7 @@ func snapshotTasks(d *scheduler.ClusterDump) *protocol.Map {
 			prio = []any{t.Priority[0], t.Priority[1], t.Priority[2]}
 		}
 		rows[i] = []any{t.Key, scheduler.StatusName(t.State), t.NBytes, g.Name, g.Prefix, di, wi, proc,
-			t.Annotations, excText, tbText, prio, t.RunID, retries, erredOn}
+			t.Annotations, excText, tbText, prio, t.RunID, retries, erredOn, exc, tb}
 	}
 	return protocol.NewMap("tasks", rows, "workers", workers)
 }
