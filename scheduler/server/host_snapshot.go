@@ -11,8 +11,10 @@ import (
 
 // hostSnapshot answers the host's "snapshot" call: the part of the
 // engine's state that dask_scheduler reads (compat/host_scheduler.py),
-// as of now. The engine's lock is held only for State.DumpState (the
-// cluster dump's copy: a few flat arrays; milliseconds at 100k tasks); the
+// as of now. The engine's lock is held only for the copy: State.DumpTasks
+// (the cluster dump's copy of the tasks, a few flat arrays: tens of
+// milliseconds at 100k tasks, scripts/bench/results/host/) or, for
+// workers and clients, State.DumpPeers (no task but those they hold); the
 // rows are built and encoded outside it, on the host's service goroutine.
 //
 // Parts:
@@ -34,11 +36,14 @@ func (s *Server) hostSnapshot(ctx context.Context, args *protocol.Map) (any, err
 	var bandwidth float64
 	start := time.Now()
 	err := s.loop.query(ctx, func(st *scheduler.State) {
-		if part == "info" {
+		switch part {
+		case "info":
 			info = st.Identity(0)
-			return
+		case "tasks":
+			d = st.DumpTasks()
+		default:
+			d = st.DumpPeers()
 		}
-		d = st.DumpState()
 	})
 	if err != nil {
 		return nil, err
