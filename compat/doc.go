@@ -51,8 +51,9 @@
 //   - A request written to a helper is owned by that helper's incarnation:
 //     when the process dies, every such request fails with an error naming
 //     the exit status, and the helper is restarted for the rest.
-//   - One supervisor goroutine owns the process lifecycle; per incarnation one
-//     writer and one reader goroutine, both joined before the next starts.
+//   - The supervisor (proc_supervise.go) owns each process's lifecycle: per
+//     process one serving goroutine (the reader) and one writer, both joined
+//     before the next starts (helpers) or by Close (the host).
 package compat
 
 //go:generate ../.venv/bin/python testdata/capture_update_graph.py
