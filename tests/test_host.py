@@ -306,3 +306,30 @@ def test_erred_task_seen_from_the_host(cluster):
         assert state == "erred"
         assert "bad 1" in text
         assert has_exc and tb
+
+
+def test_task_graph_seen_from_the_host(cluster):
+    with client(cluster) as c:
+        a = c.submit(lambda: 1, key="dep-a")
+        b = c.submit(lambda x: x + 1, a, key="dep-b")
+        d = c.submit(lambda x, y: x + y, a, b, key="dep-c")
+        assert d.result(timeout=30) == 3
+
+        def look(dask_scheduler):
+            t = dask_scheduler.tasks
+            ta, tb, tc = t["dep-a"], t["dep-b"], t["dep-c"]
+            held = {ts.key for ws in dask_scheduler.workers.values() for ts in ws.has_what}
+            return (
+                {x.key for x in tb.dependencies}, {x.key for x in ta.dependents},
+                {x.key for x in tc.dependencies}, tc.prefix.name, tc.group_key,
+                {"dep-a", "dep-b", "dep-c"} <= held, len(t) == len(list(t)),
+            )
+
+        deps_b, dependents_a, deps_c, prefix, group, held, n = c.run_on_scheduler(look)
+        assert deps_b == {"dep-a"}
+        assert dependents_a == {"dep-b", "dep-c"}
+        assert deps_c == {"dep-a", "dep-b"}
+        from dask.utils import key_split
+
+        assert prefix == key_split("dep-c") and group == "dep-c"
+        assert held and n
