@@ -92,10 +92,6 @@ def test_run_on_scheduler_plain_value_and_args(cluster):
         assert c.run_on_scheduler(lambda a, b=2: a * b, 5, b=3) == 15
 
 
-class Boom(ValueError):
-    pass
-
-
 def test_run_on_scheduler_exception_returned(cluster):
     def fail():
         raise ValueError("nope from the scheduler")
