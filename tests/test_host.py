@@ -329,3 +329,29 @@ def test_task_graph_seen_from_the_host(cluster):
 
         assert prefix == key_split("dep-c") and group == "dep-c"
         assert held and n
+
+
+def test_periodic_callback_on_the_host_loop(cluster):
+    """A run_on_scheduler function (in a thread of its own) finds the host's
+    loop as IOLoop.current() and starts a PeriodicCallback on it through
+    add_callback, as code written for distributed's loop does."""
+
+    def setup(dask_scheduler):
+        from tornado.ioloop import IOLoop, PeriodicCallback
+
+        dask_scheduler.ticks = 0
+
+        def tick():
+            dask_scheduler.ticks += 1
+
+        pc = PeriodicCallback(tick, 20)
+        dask_scheduler.periodic_callbacks["test-ticks"] = pc
+        IOLoop.current().add_callback(pc.start)
+        return IOLoop.current() is dask_scheduler.loop
+
+    with client(cluster) as c:
+        assert c.run_on_scheduler(setup) is True
+        wait_for(lambda: c.run_on_scheduler(lambda dask_scheduler: dask_scheduler.ticks) >= 5 or None, 10,
+                 "ticks of the periodic callback")
+        c.run_on_scheduler(lambda dask_scheduler: dask_scheduler.loop.add_callback(
+            dask_scheduler.periodic_callbacks.pop("test-ticks").stop))
