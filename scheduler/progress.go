@@ -19,6 +19,15 @@ import (
 // and dropped by StopProgress when its feed closes. Nothing is kept while
 // no feed is open: the transition hook is one nil check.
 //
+// Why the transitions and not a poll of the keys' states each interval:
+// Progress counts a key when it goes processing -> memory, and a poll can
+// miss that (an intermediate of a reduction goes processing -> memory ->
+// released between two polls, and a key forgotten and resubmitted looks
+// new). The hook costs a map lookup on the transitions that matter
+// (BenchmarkSubmitFinishProgress: the engine's CPU per task rises from
+// about 2.5 to 3.8 µs with a watch on every one of 100,000 keys, setup
+// included).
+//
 // A watch stops, as the plugin removes itself, at its first final status:
 // "finished" when every remaining key has gone processing -> memory,
 // "error" when a tracked key errs or a remaining key is forgotten. After
