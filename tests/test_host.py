@@ -256,6 +256,9 @@ def test_dask_scheduler_members_served_by_go(cluster):
                 "memory_type": type(dask_scheduler.memory).__name__,
                 "identity_type": dask_scheduler.identity()["type"],
                 "status": dask_scheduler.status.name,
+                "total_nthreads": dask_scheduler.total_nthreads,
+                "bandwidth": dask_scheduler.bandwidth,
+                "managed": dask_scheduler.memory.managed,
             }
 
         got = c.run_on_scheduler(use)
@@ -265,6 +268,9 @@ def test_dask_scheduler_members_served_by_go(cluster):
         assert got["memory_type"] == "MemoryState"
         assert got["identity_type"] == "Scheduler"
         assert got["status"] == "running"
+        assert got["total_nthreads"] == 2
+        assert got["bandwidth"] > 0
+        assert got["managed"] >= 0
         events = wait_for(lambda: c.get_events("host-topic") or None, 10, "the host's event")
         assert events[0][1] == {"hello": 1}
 
