@@ -107,8 +107,18 @@ def test_run_on_scheduler_async(cluster):
         await asyncio.sleep(0.05)
         return x, len(dask_scheduler.workers)
 
+    async def later(dask_scheduler=None):
+        await asyncio.sleep(0.2)
+        dask_scheduler.later_ran = True
+
     with client(cluster) as c:
         assert c.run_on_scheduler(co, 7) == (7, 2)
+        # wait=False: started, None returned at once, left running
+        assert c.run_on_scheduler(later, wait=False) is None
+        wait_for(lambda: c.run_on_scheduler(lambda dask_scheduler: getattr(dask_scheduler, "later_ran", None)),
+                 10, "the coroutine started with wait=False")
+        with pytest.raises(AssertionError, match="Combination not supported"):
+            c.run_on_scheduler(lambda: 1, wait=False)
 
 
 def test_sleeping_function_holds_only_its_caller(cluster):
@@ -246,6 +256,9 @@ def test_dask_scheduler_members_served_by_go(cluster):
                 "memory_type": type(dask_scheduler.memory).__name__,
                 "identity_type": dask_scheduler.identity()["type"],
                 "status": dask_scheduler.status.name,
+                "total_nthreads": dask_scheduler.total_nthreads,
+                "bandwidth": dask_scheduler.bandwidth,
+                "managed": dask_scheduler.memory.managed,
             }
 
         got = c.run_on_scheduler(use)
@@ -255,6 +268,9 @@ def test_dask_scheduler_members_served_by_go(cluster):
         assert got["memory_type"] == "MemoryState"
         assert got["identity_type"] == "Scheduler"
         assert got["status"] == "running"
+        assert got["total_nthreads"] == 2
+        assert got["bandwidth"] > 0
+        assert got["managed"] >= 0
         events = wait_for(lambda: c.get_events("host-topic") or None, 10, "the host's event")
         assert events[0][1] == {"hello": 1}
 
@@ -355,3 +371,39 @@ def test_periodic_callback_on_the_host_loop(cluster):
                  "ticks of the periodic callback")
         c.run_on_scheduler(lambda dask_scheduler: dask_scheduler.loop.add_callback(
             dask_scheduler.periodic_callbacks.pop("test-ticks").stop))
+
+
+def test_forwarded_handler_values_and_errors(cluster):
+    """A forwarded op's arguments and reply carry what distributed's comms
+    carry (msgpack values, Serialize-d objects), and a handler that raises
+    raises in the caller, as Server._handle_comm's uncaught-error does."""
+
+    def install(dask_scheduler):
+        def echo(comm, **kw):
+            return {"got": kw, "tuple": (1, "a"), "bytes": b"\x00\x01", "none": None, "big": 2**62}
+
+        def fail(x):
+            raise KeyError(f"no such thing {x}")
+
+        dask_scheduler.handlers["my_echo"] = echo
+        dask_scheduler.handlers["my_fail"] = fail
+
+    with client(cluster) as c:
+        c.run_on_scheduler(install)
+
+        async def call():
+            return await c.scheduler.my_echo(a=1, b=[1.5, "x"], c={"k": None})
+
+        out = c.sync(call)
+        # msgpack lists arrive as tuples, as in distributed (use_list=False)
+        assert out["got"] == {"a": 1, "b": (1.5, "x"), "c": {"k": None}}
+        assert tuple(out["tuple"]) == (1, "a") and out["bytes"] == b"\x00\x01"
+        assert out["none"] is None and out["big"] == 2**62
+
+        async def bad():
+            return await c.scheduler.my_fail(x=3)
+
+        with pytest.raises(KeyError, match="no such thing 3"):
+            c.sync(bad)
+        # the host is still there, with its handlers
+        assert c.sync(call)["big"] == 2**62

@@ -33,12 +33,11 @@ func (s *Server) hostSnapshot(ctx context.Context, args *protocol.Map) (any, err
 	part, _ := args.Get("part").(string)
 	var d *scheduler.ClusterDump
 	var info *protocol.Map
-	var bandwidth float64
 	start := time.Now()
 	err := s.loop.query(ctx, func(st *scheduler.State) {
 		switch part {
 		case "info":
-			info = st.Identity(0)
+			info = snapshotInfo(st)
 		case "tasks":
 			d = st.DumpTasks()
 		default:
@@ -60,7 +59,7 @@ func (s *Server) hostSnapshot(ctx context.Context, args *protocol.Map) (any, err
 	case "clients":
 		return protocol.NewMap("clients", snapshotClients(d)), nil
 	case "info":
-		return s.snapshotInfo(info, bandwidth), nil
+		return info, nil
 	}
 	return nil, fmt.Errorf("snapshot: no part %q (tasks, workers, clients, info)", part)
 }
@@ -144,11 +143,17 @@ func snapshotClients(d *scheduler.ClusterDump) []any {
 	return out
 }
 
-func (s *Server) snapshotInfo(id *protocol.Map, bandwidth float64) *protocol.Map {
-	m := protocol.NewMap("address", id.Get("address"), "id", id.Get("id"), "status", "running",
+// snapshotInfo is what dask_scheduler reads of the scheduler itself (few
+// fields, copied under the lock). distributed keeps bandwidth_workers and
+// bandwidth_types from its workers' heartbeats; the engine keeps only the
+// cluster's figure, so those two read empty.
+func snapshotInfo(st *scheduler.State) *protocol.Map {
+	id := st.Identity(0)
+	m := st.Memory()
+	return protocol.NewMap("address", id.Get("address"), "id", id.Get("id"), "status", "running",
 		"services", id.Get("services"), "started", id.Get("started"),
-		"total_nthreads", id.Get("total_nthreads"), "bandwidth", bandwidth)
-	return m
+		"total_nthreads", int64(st.TotalThreads()), "bandwidth", st.Bandwidth(),
+		"memory", []any{m.Process, m.UnmanagedOld, m.Managed, m.Spilled})
 }
 
 func refKeys(refs []scheduler.Ref) []any {
