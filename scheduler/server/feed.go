@@ -9,7 +9,6 @@ import (
 	"daskgo/comm"
 	"daskgo/compat"
 	"daskgo/protocol"
-	"daskgo/protocol/pickle"
 	"daskgo/scheduler"
 )
 
@@ -129,8 +128,7 @@ func (f *feedRun) run(ctx context.Context, args *protocol.Map) error {
 		return err
 	}
 	f.setup = fs
-	switch {
-	case fs.Kind == compat.FeedGeneric:
+	if fs.Kind == compat.FeedGeneric {
 		return f.runInHost(ctx, every)
 	}
 	id, err := f.start(ctx, fs)
@@ -234,10 +232,7 @@ func (f *feedRun) errorMessage(err error) *protocol.Map {
 	info := scheduler.RuntimeErrorInfo(err.Error())
 	var fe *compat.FeedError
 	if errors.As(err, &fe) {
-		info = fe.Info
-	} else if f.setup != nil && f.setup.Kind != compat.FeedGeneric {
-		info = &scheduler.ErrorInfo{Exception: pickle.Exception("builtins", "NotImplementedError", err.Error()),
-			ExceptionText: fmt.Sprintf("NotImplementedError(%q)", err.Error())}
+		info = fe.Info // the closures' own exception
 	}
 	msg := protocol.NewMap("status", "error", "exception", info.Exception, "traceback", info.Traceback,
 		"exception_text", info.ExceptionText, "traceback_text", info.TracebackText, "key", nil)

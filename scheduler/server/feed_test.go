@@ -25,7 +25,7 @@ func TestFeedErrorMessageShapes(t *testing.T) {
 	}{
 		{"garbage closures", nil, pyErr, nil, "ValueError('x')", false},
 		{"progress bar", &compat.FeedSetup{Kind: compat.FeedProgress, Keys: make([]protocol.Key, 3)},
-			errors.New("boom"), int64(3), `NotImplementedError("boom")`, true},
+			errors.New("boom"), int64(3), `RuntimeError("boom")`, true},
 		{"multi bar", &compat.FeedSetup{Kind: compat.FeedMulti}, pyErr, &protocol.Map{}, "ValueError('x')", true},
 		{"generic feed", &compat.FeedSetup{Kind: compat.FeedGeneric}, errors.New("host gone"), nil,
 			`RuntimeError("host gone")`, false},
