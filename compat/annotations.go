@@ -35,6 +35,8 @@ func decodeAnnotations(key protocol.Key, m *protocol.Map) (scheduler.Annotations
 			a.LooseRestrictions = truthy(e.Value)
 		case "resources":
 			a.Resources, a.ResourcesVerbatim = resources(e.Value, warn)
+		case "span":
+			a.Span = spanAnnotation(e.Value, warn)
 		case "retries":
 			if n, ok := e.Value.(int64); ok {
 				a.Retries, a.HasRetries = int(n), true
@@ -108,4 +110,35 @@ func truthy(v any) bool {
 		return len(x) > 0
 	}
 	return true
+}
+
+// spanAnnotation reads distributed.span's annotation, {"name": (tag, ...),
+// "ids": (id, ...)} of the same non-zero length, all strings.
+func spanAnnotation(v any, warn func(string, ...any)) *scheduler.SpanAnnotation {
+	m, ok := v.(*protocol.Map)
+	if !ok {
+		warn("span annotation %s is not a dict; ignored", protocol.String(v))
+		return nil
+	}
+	name, okName := stringList(m.Get("name"))
+	ids, okIDs := stringList(m.Get("ids"))
+	if !okName || !okIDs || len(name) == 0 || len(name) != len(ids) {
+		warn("span annotation %s is not {name: tags, ids: ids} of one length; ignored", protocol.String(v))
+		return nil
+	}
+	return &scheduler.SpanAnnotation{Name: name, IDs: ids}
+}
+
+func stringList(v any) ([]string, bool) {
+	items, ok := v.([]any)
+	if !ok {
+		return nil, false
+	}
+	out := make([]string, len(items))
+	for i, it := range items {
+		if out[i], ok = it.(string); !ok {
+			return nil, false
+		}
+	}
+	return out, true
 }

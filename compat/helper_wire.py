@@ -16,6 +16,8 @@ Requests (Go -> helper), handled strictly in order, one at a time:
                   "ordering": "go" | "python", "check_order": bool}
     shuffle_run  {"op", "id", "shuffle_id", "run_id", "barrier": <pickled
                   P2PBarrierTask>, "workers", "existing", "span_id"}
+    feed_setup   {"op", "id", "setup", "function", "teardown": <the feed op's
+                  pickled closures, or None>, "group_keys": [key, ...] or None}
 
 Answers (helper -> Go) carry the request's "id", "status" ("OK" or
 "error") and "done":
@@ -30,6 +32,10 @@ Answers (helper -> Go) carry the request's "id", "status" ("OK" or
                    "check_order": [int, ...] or None}
     shuffle_run  {"run_spec": <pickled ShuffleRunSpec>, "worker_for":
                   [[partition, worker], ...], "workers": [...]}
+    feed_setup   {"kind": "progress" | "multi" | "generic", "keys": [key, ...],
+                  "complete": bool, "group_by": "prefix" | "spans" | "custom",
+                  "groups": [group_by(key) for key in group_keys] or None}
+                 (kind "generic" carries nothing else: not a progress bar's)
     error        {"status": "error", "done": true, **error_message(e)}
                   (replaces whatever chunks were still to come)
 
@@ -47,7 +53,7 @@ from dataclasses import dataclass
 
 from distributed.protocol import dumps
 
-WIRE_VERSION = 2
+WIRE_VERSION = 3
 
 # A task record: [key, deps, kind, data_producer, annotations, spec, order]
 TASK_KEY = 0  # the dask key (str, int, float or tuple)
@@ -136,6 +142,15 @@ class ShuffleRunRequest:
     span_id: object
 
 
+@dataclass
+class FeedSetupRequest:
+    id: int
+    setup: bytes | None
+    function: bytes | None
+    teardown: bytes | None
+    group_keys: list | None
+
+
 def parse_request(req: dict):
     """The typed request for a decoded request dict; ValueError names what is
     wrong (the caller answers it as an error for the request's id)."""
@@ -158,6 +173,8 @@ def parse_request(req: dict):
             list(req.get("existing") or ()),
             req.get("span_id"),
         )
+    if op == "feed_setup":
+        return FeedSetupRequest(rid, req.get("setup"), req.get("function"), req.get("teardown"), req.get("group_keys"))
     raise ValueError(f"materializer helper: unknown op {op!r}")
 
 
@@ -196,6 +213,12 @@ def shuffle_run_answer(rid, run_spec, worker_for, workers):
             "workers": workers,
         }
     )
+
+
+def feed_setup_answer(rid, fields):
+    """fields: the kind and, for a progress bar's feed, what its setup
+    closure holds (see feed_setup above)."""
+    return dumps({"id": rid, "status": "OK", "done": True, **fields})
 
 
 def error_answer(rid, error_message_fields):

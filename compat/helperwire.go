@@ -14,7 +14,7 @@ import (
 
 // wireVersion must equal helper_wire.WIRE_VERSION; the startup handshake
 // checks it.
-const wireVersion = 2
+const wireVersion = 3
 
 // Task record fields (helper_wire.TASK_*).
 const (

@@ -29,6 +29,10 @@ func (m *Materializer) handleResponse(inc *incarnation, v any) {
 			j.versions <- versionsReply{err: fmt.Errorf("helper versions: %v", resp.Get("exception_text"))}
 			return
 		}
+		if j.feed != nil {
+			j.feed.answer(nil, errorInfo(resp), "")
+			return
+		}
 		m.deliver(m.errorResult(j, errorInfo(resp)))
 	case head.status != "OK":
 		m.finish(inc, j)
@@ -36,6 +40,9 @@ func (m *Materializer) handleResponse(inc *incarnation, v any) {
 	case j.shuffle != nil:
 		m.finish(inc, j)
 		m.answerShuffleRun(j, resp)
+	case j.feed != nil:
+		m.finish(inc, j)
+		j.feed.answer(resp, nil, "")
 	case j.versions != nil:
 		m.finish(inc, j)
 		a, err := parseVersionsAnswer(resp)

@@ -22,6 +22,9 @@ func (s *State) applyAnnotations(ts *TaskState, gt *GraphTask) {
 	if a.HasRetries {
 		ts.ext().retries = a.Retries
 	}
+	if a.Span != nil {
+		s.observeSpan(ts, a.Span)
+	}
 }
 
 // applyWorkerRestrictions splits workers= entries into worker addresses

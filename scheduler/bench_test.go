@@ -16,11 +16,18 @@ import (
 // (saturation 1.1) or off (inf). Reported per task.
 func BenchmarkSubmitFinish(b *testing.B) {
 	for _, sat := range []float64{1.1, math.Inf(1)} {
-		b.Run(fmt.Sprintf("sat=%v", sat), func(b *testing.B) { benchSubmitFinish(b, sat, 100_000) })
+		b.Run(fmt.Sprintf("sat=%v", sat), func(b *testing.B) { benchSubmitFinish(b, sat, 100_000, false) })
 	}
 }
 
-func benchSubmitFinish(b *testing.B, sat float64, n int) {
+// BenchmarkSubmitFinishProgress is BenchmarkSubmitFinish with a progress
+// bar's watch open on every key: what the transition hook and the setup
+// (dependent_keys) add per task.
+func BenchmarkSubmitFinishProgress(b *testing.B) {
+	b.Run("sat=1.1", func(b *testing.B) { benchSubmitFinish(b, 1.1, 100_000, true) })
+}
+
+func benchSubmitFinish(b *testing.B, sat float64, n int, progress bool) {
 	tasks := make([]GraphTask, n)
 	allKeys := make([]protocol.Key, n)
 	spec := BlobSpec{&protocol.Blob{Pickled: true, Header: []byte{0x80}, Frames: [][]byte{[]byte("spec")}}}
@@ -46,6 +53,9 @@ func benchSubmitFinish(b *testing.B, sat float64, n int) {
 		out := s.Handle(&UpdateGraph{Base: Base{ID: "ug", At: at}, Client: "c",
 			Keys: allKeys, FifoTimeout: 100 * time.Millisecond})
 		out = s.Handle(&GraphMaterialized{Base: Base{ID: "gm", At: at}, RequestID: out.Helper[0].ID, Client: "c", Tasks: tasks})
+		if progress {
+			s.Handle(&StartProgress{Base: Base{ID: "sp", At: at}, Keys: allKeys, Complete: true, ReplyTo: 1})
+		}
 		pending := make([]*protocol.Map, 0, 64)
 		pendingTo := make([]string, 0, 64)
 		collect := func(o Outbox) {
@@ -73,6 +83,9 @@ func benchSubmitFinish(b *testing.B, sat float64, n int) {
 		}
 		if done != n {
 			b.Fatalf("finished %d of %d tasks", done, n)
+		}
+		if _, final, _ := s.ProgressReport(1); progress && !final {
+			b.Fatal("the progress watch did not finish")
 		}
 		s.Handle(&ClientReleasesKeys{Base: Base{ID: "cr", At: at}, Client: "c", Keys: allKeys})
 		if s.NumTasks() != 0 {

@@ -70,7 +70,8 @@
 //	diagnostics                  memory.go (MemoryState), memsampler.go (MemorySampler),
 //	                             taskmetadata.go (get_task_metadata), dump.go (the cluster
 //	                             dump's copy), accessors_diagnostics.go (nbytes, call_stack,
-//	                             error causes, run_specs)
+//	                             error causes, run_specs), progress.go (progress bars'
+//	                             Progress / MultiProgress, while a feed is open)
 //	collections                  oset.go
 //
 // # Structure

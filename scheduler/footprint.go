@@ -28,6 +28,7 @@ type Footprint struct {
 	ParkedRPCs                      int
 	TransitionLog, TaskStreamRecord int // bounded rings
 	ShuffleRuns                     int // active and archived P2P runs
+	ProgressWatches                 int // open progress bars' feeds (progress.go)
 }
 
 // PerTask is the sum of the counts that must be zero once every task is
@@ -47,7 +48,8 @@ func (s *State) Footprint() Footprint {
 		Workers: len(s.workers), Clients: len(s.clients),
 		PendingGraphs: len(s.pending), ParkedRPCs: s.coord.NParked(),
 		TransitionLog: s.log.n, TaskStreamRecord: len(s.stream.buf),
-		ShuffleRuns: len(s.shuffles.active) + len(s.shuffles.last),
+		ShuffleRuns:     len(s.shuffles.active) + len(s.shuffles.last),
+		ProgressWatches: len(s.progress.watches),
 	}
 	for _, held := range s.held {
 		f.HeldStimuli += len(held)
@@ -83,6 +85,6 @@ func (f Footprint) Map() *protocol.Map {
 		"pending_graphs", int64(f.PendingGraphs), "held_stimuli", int64(f.HeldStimuli),
 		"parked_rpcs", int64(f.ParkedRPCs), "transition_log", int64(f.TransitionLog),
 		"task_stream_records", int64(f.TaskStreamRecord), "shuffle_runs", int64(f.ShuffleRuns),
-		"per_task", int64(f.PerTask()),
+		"progress_watches", int64(f.ProgressWatches), "per_task", int64(f.PerTask()),
 	)
 }

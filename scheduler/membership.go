@@ -154,6 +154,9 @@ func (s *State) handleHeartbeat(x *WorkerHeartbeat) {
 		s.reply(x.ReplyTo, protocol.NewMap("status", "missing"))
 		return
 	}
+	if len(x.SpanMetrics) > 0 {
+		s.spanHeartbeat(x.SpanMetrics)
+	}
 	if x.Metrics != nil {
 		if total := x.Bandwidth; x.HasBandwidth && len(s.workers) > 0 {
 			frac := 1 / float64(len(s.workers))

@@ -217,7 +217,7 @@ func (s *State) taskToMsg(ts *TaskState) *protocol.Map {
 	es[8] = entry("resource_restrictions", ts.x().resourcesRaw)
 	es[9] = entry("actor", ts.actor)
 	es[10] = entry("annotations", ann)
-	es[11] = entry("span_id", nil)
+	es[11] = entry("span_id", ts.group.spanAny) // nil outside a span (spans.go)
 	return &b.m
 }
 

@@ -89,6 +89,8 @@ type State struct {
 	samplers    map[string]*memSampler
 	taskMeta    map[string]*taskMetaCollection
 	taskMetaGen int64
+	progress    progressWatches // progress bars' feeds (progress.go)
+	spans       spanRegistry    // span metrics (spans.go)
 	// ammRunning: the active memory manager runs on AMMTick
 	// (amm_control.go; amm_handler start/stop)
 	ammRunning bool
@@ -282,6 +284,8 @@ func (s *State) dispatch(st Stimulus) {
 		s.dispatchEvents(st)
 	case *RegisterPlugin, *UnregisterPlugin:
 		s.dispatchPlugins(st)
+	case *StartProgress, *SetProgressGroups, *StopProgress:
+		s.dispatchProgress(st)
 	case *StartTaskStream:
 		s.stream.on = true
 	case *MemorySamplerStart, *MemorySample, *MemorySamplerStop, *StartTaskMetadata, *StopTaskMetadata, *AMMControl, *SetResources:

@@ -40,6 +40,8 @@ type Annotations struct {
 	// Retries: retries=, when HasRetries.
 	Retries    int
 	HasRetries bool
+	// Span: the span annotation (distributed.span), nil when none.
+	Span *SpanAnnotation
 }
 
 // RunSpec is a task's run_spec: opaque to the engine, which relays it to

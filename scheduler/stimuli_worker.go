@@ -70,7 +70,10 @@ type WorkerHeartbeat struct {
 	HasBandwidth bool
 	Memory       *HeartbeatMemory
 	Executing    map[protocol.Key]float64
-	ReplyTo      int64
+	// SpanMetrics: extensions["spans"], the fine performance metrics per
+	// span since the last heartbeat (spans.go)
+	SpanMetrics []HeartbeatSpanMetric
+	ReplyTo     int64
 }
 
 // ReplyID implements Replier.

@@ -325,6 +325,11 @@ type TaskGroup struct {
 	// for the policy hook (place_rootish.go).
 	lastWorker          *WorkerState
 	lastWorkerTasksLeft int
+
+	// spanID: the span the group is in (spans.go), "" for none; spanAny is
+	// it boxed once for compute-task
+	spanID  string
+	spanAny any
 }
 
 func (s *State) newTask(key protocol.Key, spec *GraphTask, st Status) *TaskState {

@@ -143,6 +143,9 @@ func (s *State) transition(ts *TaskState, finish Status, a *transArgs) {
 	if s.taskMeta != nil && ts.state != start {
 		s.taskMetaTransition(ts)
 	}
+	if s.progress.watches != nil && ts.state != start {
+		s.progressTransition(ts, start)
+	}
 }
 
 // transition1 is _transition proper. A forgotten task is gone from tasks

@@ -40,6 +40,7 @@ func (s *Server) diagnosticsHandlers() map[string]comm.Handler {
 		"set_resources":             s.setResources,
 		"get_task_status":           s.getTaskStatus,
 		"get_task_prefix_states":    s.getTaskPrefixStates,
+		"performance_report":        s.performanceReport,
 	}
 }
 

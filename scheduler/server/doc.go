@@ -115,9 +115,24 @@
 //     joined before the handler returns; one goroutine per running
 //     MemorySampler sample (memsampler.go) and one per get_task_metadata
 //     collection (taskmetadata.go), owned by the server (goRun), each
-//     ending with its sample or collection, or with the server.
+//     ending with its sample or collection, or with the server; the system
+//     monitor's sampler (sysmon.go), started on its first read and ending
+//     with the server.
+//   - feed (feed.go): the connection's goroutine runs the feed until its
+//     final message or the client's hang-up, with a reader goroutine that
+//     ends when the connection closes (joined before the handler returns)
+//     and a watcher that turns the hang-up into the feed's cancellation
+//     (ending with the handler's context).
 //   - terminate starts Shutdown on a goroutine of its own, so that the RPC
 //     can answer before the server it runs in stops.
+//   - The scheduler-side Python host (compat.Host, host.go): none until the
+//     first call that needs it; then per host process the goroutine that
+//     serves it and its pipe's writer, and one goroutine per call the host
+//     makes to Go (snapshot, rpc, close), all owned by the Host and joined
+//     by Shutdown (Host.Close). A call to the host (run_function, a
+//     forwarded op) waits on its RPC's goroutine, never under loop.mu; the
+//     host's calls enter the engine as any RPC does (loop.query,
+//     submitWait), and a stream op for the host is posted, never waited for.
 //
 // # Locks
 //

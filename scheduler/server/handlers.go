@@ -41,6 +41,7 @@ func (s *Server) implementedHandlers() map[string]comm.Handler {
 	h := map[string]comm.Handler{
 		"identity":        s.identity,
 		"echo":            comm.Echo,
+		"feed":            s.feed,
 		"register-client": s.registerClient,
 		"register-worker": s.registerWorker,
 		"register_nanny":  s.registerNanny,
@@ -58,6 +59,7 @@ func (s *Server) implementedHandlers() map[string]comm.Handler {
 		"broadcast":       s.broadcast,
 		"proxy":           s.proxy,
 		"terminate":       s.terminate,
+		"run_function":    s.runFunction,
 		"restart":         s.restart,
 		"add_keys":        s.addKeysRPC,
 		"get_story":       s.getStory,
@@ -139,7 +141,7 @@ func (s *Server) heartbeatWorker(ctx context.Context, req *comm.Request) (any, e
 	if f.err != nil {
 		return nil, f.err
 	}
-	hb := &scheduler.WorkerHeartbeat{Worker: addr, Executing: executing}
+	hb := &scheduler.WorkerHeartbeat{Worker: addr, Executing: executing, SpanMetrics: heartbeatSpans(req.Args.Get("extensions"))}
 	if metrics != nil {
 		hb.Metrics = metrics
 		hb.Bandwidth, hb.HasBandwidth = toFloat(lookupPath(metrics, "bandwidth", "total"))

@@ -283,6 +283,11 @@ func heartbeatFast(raw []byte) (*scheduler.WorkerHeartbeat, bool) {
 				}
 				addExecuting(hb.Executing, m)
 			}
+		case "extensions":
+			var v any
+			if v, err = f.Value(); err == nil {
+				hb.SpanMetrics = heartbeatSpans(v)
+			}
 		default:
 			err = f.Skip()
 		}

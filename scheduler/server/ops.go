@@ -31,7 +31,8 @@ var Ops = []OpInfo{
 	rpc("event_set", yes("distributed.Event")),
 	rpc("event_wait", yes("distributed.Event")),
 	rpc("events", yes("Client.get_events")),
-	rpc("feed", python("Client.feed", "poll from the client instead")),
+	rpc("feed", OpInfo{Status: StatusImplemented, Feature: "progress bars (distributed.progress, ProgressBar, MultiProgressBar, the notebook widgets) and Client-side feeds",
+		Note: "distributed's Progress and MultiProgress run in the engine (the helper unpickles the bars' closures once; no Python per transition); any other closures run in the scheduler-side Python host; a feed that fails answers one final message and the comm closes"}),
 	rpc("gather", yes("Client.gather (a gather whose caller hung up ends: callerContext)")),
 	rpc("get_cluster_state", yes("Client.dump_cluster_state (write_from_scheduler=False, the default for paths)")),
 	rpc("get_error_cause", yes("Client.recreate_error_locally")),
@@ -55,7 +56,7 @@ var Ops = []OpInfo{
 	rpc("nbytes", yes("Client.nbytes")),
 	rpc("ncores", yes("")),
 	rpc("ncores_running", yes("")),
-	rpc("performance_report", python("performance_report", "Client.get_task_stream(plot='save', filename=...) and Client.profile(filename=...) save its task stream and profile plots")),
+	rpc("performance_report", yes("distributed.performance_report: rendered with bokeh in the scheduler-side Python host by distributed's own Scheduler.performance_report, from the task stream, the workers' profiles (the scheduler's own is empty), bandwidth, the system monitor's series of the Go process and its Python children, and the log")),
 	rpc("processing", yes("")),
 	rpc("profile", OpInfo{Status: StatusPartial, Feature: "Client.profile",
 		Note: "workers' profiles as distributed merges them; scheduler=True answers an empty profile (there is no Python event loop to sample): profile the scheduler with dask-go-scheduler --cpu-profile FILE"}),
@@ -81,7 +82,7 @@ var Ops = []OpInfo{
 	rpc("restart_workers", yes("Client.restart_workers (through the nannies; a new process under the same name)")),
 	rpc("retire_workers", yes("Client.retire_workers, Adaptive's scale-down (by address, by name, or those workers_to_close picks)")),
 	rpc("retry", yes("Client.retry, Future.retry (the reply is written before the retried tasks go to workers)")),
-	rpc("run_function", python("run_on_scheduler", "use Client.run (on workers) or run the function in the client")),
+	rpc("run_function", yes("Client.run_on_scheduler: runs in the scheduler-side Python host with a dask_scheduler object (compat/host_scheduler.py); a plain function runs in a thread of its own, so one that sleeps holds only its caller")),
 	rpc("scatter", yes("")),
 	rpc("semaphore_acquire", yes("distributed.Semaphore and Lock")),
 	rpc("semaphore_close", yes("distributed.Semaphore and Lock")),
@@ -207,5 +208,6 @@ func opsMarkdown() string {
 	for _, r := range rows {
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", r.Op, r.Kind, r.Status, r.Feature, r.Note)
 	}
+	b.WriteString("| any other op | rpc | forwarded | ops that a run_on_scheduler function, plugin, extension or preload puts in `dask_scheduler.handlers` (optuna_integration's `optuna_*`) | served by the scheduler-side Python host while it has them (forwardedOp in host.go); any other unknown op answers an error naming it |\n")
 	return b.String()
 }

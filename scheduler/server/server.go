@@ -87,6 +87,7 @@ type Server struct {
 	lis  comm.Listener
 	pool *comm.Pool
 	mat  *compat.HelperPool
+	host *compat.Host // the scheduler-side Python host; no process until needed (host.go)
 	loop *loop
 
 	mu      sync.Mutex // guards workers and clients: the open streams by address / client id
@@ -112,8 +113,9 @@ type Server struct {
 
 	statusSubs statusSubscribers // subscribe_worker_status streams (membership.go)
 	counters   counters
-	snap       snapshots // the engine's view for the HTTP routes (web.go)
-	idleOnce   sync.Once // the idle timeout's shutdown
+	sysmon     sysMonitor // the system monitor (sysmon.go), started on first read
+	snap       snapshots  // the engine's view for the HTTP routes (web.go)
+	idleOnce   sync.Once  // the idle timeout's shutdown
 	// drain is how long a stream the scheduler drops may take to write
 	// what it queued before its connection is closed (streamDrain; tests
 	// lengthen it).
@@ -196,8 +198,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	ec := engine.Config() // read before any goroutine may hold the engine's lock
 	s.loop = newLoop(s, engine)
 
+	s.startHost()
 	s.rpc = &comm.Server{Handlers: s.handlers(), Options: opts, Name: "dask-go-scheduler", Logger: s.log,
-		LazyHandlers: s.rawHandlers()}
+		LazyHandlers: s.rawHandlers(), Fallback: s.forwardedOp}
 	s.goRun(s.loop.run)
 	s.goRun(func() { s.forwardResults(results) })
 	s.goRun(func() { s.periodic(s.cfg.TickEvery, tickAt) })
@@ -282,6 +285,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		err = nil
 	}
 	s.mat.Close()
+	s.host.Close()
 	s.pool.Close()
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()

@@ -11,6 +11,8 @@ see graph_path_client.py; 2 stock workers x 2 threads with nannies):
     tree-200k  client.get of a 200,006-task tree graph, then a high-priority
                sentinel task: time until the sentinel's result
     map-20k    client.map(inc, range(20_000)) + gather
+    map-20k-progress  the same with distributed.progress(futures) (the text
+               bar, which blocks until they finish) open on it before the gather
     tree-40k   a 20,000-leaf tree of additions (40,005 tasks), client.get
     tree-1m    tree-200k at 1,000,006 tasks (Go only; --graph-path-1m-python
                adds one Python run, in the first repetition)
@@ -48,6 +50,7 @@ NAME = "graph-path"
 CASES = {
     "tree-200k": (100_000, 500),
     "map-20k": (20_000, 300),
+    "map-20k-progress": (20_000, 300),
     "tree-40k": (20_000, 300),
     "tree-1m": (500_000, 1_000),
 }
@@ -64,7 +67,7 @@ def tree_tasks(leaves: int) -> int:
 
 
 def tasks_of(case: str, size: int) -> int:
-    return size if case == "map-20k" else tree_tasks(size)
+    return size if case.startswith("map-20k") else tree_tasks(size)
 
 
 def one_run(case: str, kind: str, size: int, tmp: Path, timeout: float, profile: Path | None = None,

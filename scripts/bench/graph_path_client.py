@@ -14,6 +14,7 @@ cancels what is left and exits, so that the clean-up is outside the window.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
@@ -75,10 +76,15 @@ def run(case: str, client, size: int) -> dict:
         run.keep = future  # released after the window
         return {"wall_s": wall, "client_submit_s": submitted, "ok": value == 0,
                 "error": None if value == 0 else f"sentinel {value!r}"}
-    if case == "map-20k":
+    if case in ("map-20k", "map-20k-progress"):
         say("START")
         t0 = time.perf_counter()
         futures = client.map(inc, range(size))
+        if case == "map-20k-progress":
+            from distributed import progress
+
+            with contextlib.redirect_stdout(sys.stderr):  # stdout carries START / DONE
+                progress(futures, notebook=False)
         results = client.gather(futures)
         wall = time.perf_counter() - t0
         want = size * (size + 1) // 2
