@@ -70,6 +70,8 @@ type State struct {
 	log transitionLog
 
 	stream taskStream // TaskStreamPlugin's records (taskstream.go)
+	// hooks: a scheduler plugin listens; Outbox.Hooks is filled (hooks.go)
+	hooks bool
 	// dashStream is the dashboard's task stream: the last runs, compact
 	// (no startstops, no key), kept only with Config.DashboardStreamLength;
 	// the client-facing stream (taskstream.go) records only once a client
@@ -284,6 +286,8 @@ func (s *State) dispatch(st Stimulus) {
 		s.dispatchPlugins(st)
 	case *StartTaskStream:
 		s.stream.on = true
+	case *SetHookListener:
+		s.hooks = x.On
 	case *MemorySamplerStart, *MemorySample, *MemorySamplerStop, *StartTaskMetadata, *StopTaskMetadata, *AMMControl, *SetResources:
 		s.dispatchDiagnostics(st)
 	default:

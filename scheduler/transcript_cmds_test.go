@@ -34,6 +34,9 @@ import (
 //	shuffle-run ID                      a transfer task asks for the run, the helper answers
 //	plan-retire WORKER...               the RetireWorker round (a query)
 //	story KEY...  |  state              queries
+//	hooks on|off                        the scheduler plugin listener (hook: lines)
+//	add-client C | remove-client C      a client's stream opens / closes
+//	log-event TOPIC...                  a client's log_event
 type transcript struct {
 	t     *testing.T
 	s     *tstate
@@ -113,6 +116,14 @@ func (r *transcript) run(cmd, where string) string {
 		return r.cmdStory(pos)
 	case "state":
 		return r.stateText()
+	case "hooks":
+		return r.render(r.s.handle(&SetHookListener{On: len(pos) > 0 && pos[0] == "on"}))
+	case "add-client":
+		return r.render(r.s.handle(&AddClient{Client: pos[0]}))
+	case "remove-client":
+		return r.render(r.s.handle(&RemoveClient{Client: pos[0]}))
+	case "log-event":
+		return r.render(r.s.handle(&LogEvent{Topics: pos, Msg: "hello"}))
 	}
 	r.fatalf("unknown command %q", name)
 	return ""
