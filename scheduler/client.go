@@ -28,7 +28,7 @@ func (s *State) addClientState(id string) *ClientState {
 		s.clientOrder.Add(cs)
 	}
 	if id != fireAndForget && s.out != nil {
-		if s.hooks && !cs.connected {
+		if s.hookMask != 0 && !cs.connected {
 			s.hook(HookEvent{Hook: HookAddClient, Client: id})
 		}
 		cs.connected = true
@@ -55,7 +55,7 @@ func (s *State) removeClient(id string) {
 	s.clientOrder.Remove(cs)
 	cs.connected = false
 	delete(s.held, id)
-	if s.hooks {
+	if s.hookMask != 0 {
 		s.hook(HookEvent{Hook: HookRemoveClient, Client: id})
 	}
 }

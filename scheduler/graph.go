@@ -122,7 +122,7 @@ func (s *State) applyGraph(p *pendingGraph, tasks []GraphTask) {
 			}
 		}
 	}
-	if s.hooks {
+	if s.hookMask.Has(HookUpdateGraph) {
 		s.hookUpdateGraph(p.ug.Client, p.ug.Keys, touched)
 	}
 	s.runTransitions()

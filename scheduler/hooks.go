@@ -113,17 +113,36 @@ type TaskAnnotations struct {
 	Values any
 }
 
-// SetHookListener turns the plugin hook events on or off. The outer ring
-// sends On while the host holds a scheduler plugin.
+// HookMask is a set of hooks, bit 1<<Hook.
+type HookMask uint16
+
+// AllHooks listens to every hook.
+const AllHooks HookMask = 1<<(HookLogEvent+1) - 1
+
+// Has reports whether h is in the set.
+func (m HookMask) Has(h Hook) bool { return m&(1<<h) != 0 }
+
+// SetHookListener sets which hooks are emitted (0: none). The outer ring
+// sends the hooks the host's scheduler plugins define, so a plugin with
+// only add_worker costs nothing per transition.
 type SetHookListener struct {
 	Base
-	On bool
+	Hooks HookMask
 }
 
-// HooksOn reports whether hook events are being emitted.
-func (s *State) HooksOn() bool { return s.hooks }
+// HookListener returns the hooks being emitted.
+func (s *State) HookListener() HookMask { return s.hookMask }
 
+func (s *State) setHooks(m HookMask) {
+	s.hookMask = m
+	s.hooks = m.Has(HookTransition)
+}
+
+// hook appends e if its hook is listened to.
 func (s *State) hook(e HookEvent) {
+	if !s.hookMask.Has(e.Hook) {
+		return
+	}
 	e.StimulusID = s.stimulusID
 	s.out.Hooks = append(s.out.Hooks, e)
 }

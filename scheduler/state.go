@@ -70,8 +70,10 @@ type State struct {
 	log transitionLog
 
 	stream taskStream // TaskStreamPlugin's records (taskstream.go)
-	// hooks: a scheduler plugin listens; Outbox.Hooks is filled (hooks.go)
-	hooks bool
+	// hookMask: the scheduler plugin hooks listened to; hooks: transition
+	// among them, tested on every transition (hooks.go)
+	hookMask HookMask
+	hooks    bool
 	// dashStream is the dashboard's task stream: the last runs, compact
 	// (no startstops, no key), kept only with Config.DashboardStreamLength;
 	// the client-facing stream (taskstream.go) records only once a client
@@ -287,7 +289,7 @@ func (s *State) dispatch(st Stimulus) {
 	case *StartTaskStream:
 		s.stream.on = true
 	case *SetHookListener:
-		s.hooks = x.On
+		s.setHooks(x.Hooks)
 	case *MemorySamplerStart, *MemorySample, *MemorySamplerStop, *StartTaskMetadata, *StopTaskMetadata, *AMMControl, *SetResources:
 		s.dispatchDiagnostics(st)
 	default:

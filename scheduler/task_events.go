@@ -77,7 +77,7 @@ func (s *State) handleRemoveWorker(addr string, expected, closeIt bool, reason s
 	}
 	s.runTransitions()
 	s.refreshNoWorkersSince()
-	if s.hooks {
+	if s.hookMask != 0 {
 		s.hook(HookEvent{Hook: HookRemoveWorker, Worker: addr})
 	}
 	s.shuffleWorkerLeft(addr)

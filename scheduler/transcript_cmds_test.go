@@ -34,7 +34,7 @@ import (
 //	shuffle-run ID                      a transfer task asks for the run, the helper answers
 //	plan-retire WORKER...               the RetireWorker round (a query)
 //	story KEY...  |  state              queries
-//	hooks on|off                        the scheduler plugin listener (hook: lines)
+//	hooks on|off|HOOK...                the scheduler plugin listener (hook lines)
 //	add-client C | remove-client C      a client's stream opens / closes
 //	log-event TOPIC...                  a client's log_event
 type transcript struct {
@@ -117,7 +117,15 @@ func (r *transcript) run(cmd, where string) string {
 	case "state":
 		return r.stateText()
 	case "hooks":
-		return r.render(r.s.handle(&SetHookListener{On: len(pos) > 0 && pos[0] == "on"}))
+		m := HookMask(0)
+		for _, name := range pos {
+			for h := HookTransition; h <= HookLogEvent; h++ {
+				if name == "on" || name == h.String() {
+					m |= 1 << h
+				}
+			}
+		}
+		return r.render(r.s.handle(&SetHookListener{Hooks: m}))
 	case "add-client":
 		return r.render(r.s.handle(&AddClient{Client: pos[0]}))
 	case "remove-client":
