@@ -1,7 +1,6 @@
 package compat
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,11 +9,8 @@ import (
 	"os/exec"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
-
-	"github.com/rs/zerolog"
 
 	"daskgo/protocol"
 )
@@ -319,68 +315,4 @@ func (inc *incarnation) wait() string {
 		status += "; " + inc.reason
 	}
 	return status
-}
-
-// stderrLog turns the helper's stderr into log lines (field helper_pid) and
-// keeps the last few for startup error messages.
-type stderrLog struct {
-	mu    sync.Mutex
-	log   zerolog.Logger
-	pid   int
-	buf   []byte
-	lines []string
-}
-
-const stderrTail = 10
-
-func (s *stderrLog) setPID(pid int) {
-	s.mu.Lock()
-	s.pid = pid
-	s.mu.Unlock()
-}
-
-func (s *stderrLog) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.buf = append(s.buf, p...)
-	for {
-		i := bytes.IndexByte(s.buf, '\n')
-		if i < 0 {
-			break
-		}
-		s.emit(string(s.buf[:i]))
-		s.buf = s.buf[i+1:]
-	}
-	return len(p), nil
-}
-
-func (s *stderrLog) emit(line string) {
-	line = strings.TrimRight(line, "\r")
-	if line == "" {
-		return
-	}
-	s.log.Warn().Int("helper_pid", s.pid).Msg(line)
-	s.lines = append(s.lines, line)
-	if len(s.lines) > stderrTail {
-		s.lines = s.lines[len(s.lines)-stderrTail:]
-	}
-}
-
-func (s *stderrLog) flush() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.buf) > 0 {
-		s.emit(string(s.buf))
-		s.buf = nil
-	}
-}
-
-// tail renders the last stderr lines for an error message.
-func (s *stderrLog) tail() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.lines) == 0 {
-		return ""
-	}
-	return "; helper stderr:\n" + strings.Join(s.lines, "\n")
 }

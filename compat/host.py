@@ -1,0 +1,319 @@
+"""dask-go-scheduler's scheduler-side Python host: the core.
+
+The Go scheduler starts this process (same interpreter as the graph helpers,
+``--python``) the first time something needs Python inside the scheduler:
+``Client.run_on_scheduler``, a scheduler plugin, a preload, a handler that one
+of them registered. Unlike the helpers it keeps state (plugins, extensions,
+handlers, objects that run_on_scheduler functions leave behind), so it is one
+process that lives until it dies or the scheduler stops.
+
+The pipe. stdin and stdout carry dask-framed messages (u64 N, u64 nframes, u64
+lengths, frames; helper_wire.py's framing) made and read by
+distributed.protocol.dumps/loads, in both directions. Every message is a dict
+with a "t":
+
+    {"t": "req", "id", "op", ...}   a request; exactly one "ans" comes back
+    {"t": "ans", "id", "status": "OK" | "error", ...}
+    {"t": "msg", "op", ...}         one-way (events from Go, notices to Go)
+
+Go numbers its requests 1, 2, 3...; the host numbers its own -1, -2, ... so
+that the two never meet. The first message on stdout is the handshake,
+{"t": "msg", "op": "hello", "wire": WIRE_VERSION, "pid"}.
+
+Threads. The main thread runs the host's event loop (asyncio, wrapped by
+tornado's IOLoop: ``dask_scheduler.loop``). A reader thread reads stdin: it
+resolves answers to the host's own requests itself (so that a call to Go
+from a thread, or even from a coroutine that blocks the loop, is answered)
+and hands requests and one-way messages to the loop. Writes go through one
+lock, from any thread. A request runs as its own task on the loop; a
+run_on_scheduler function that is not a coroutine runs in a thread of its
+own, so one that sleeps forever holds only its caller.
+
+Adding a module (see /work/notes/host-api.md and compat/host.go): write
+compat/host_NAME.py, ``import host`` in it and decorate its request handlers
+with ``@host.request("op")`` (``async def handler(msg) -> dict``) and its
+one-way message handlers with ``@host.message("op")``; list it in
+compat/host.go's hostModules. The object code written for distributed works
+against is ``host.scheduler`` (host_scheduler.py).
+
+stdout carries only frames: fd 1 is moved to stderr before anything runs, so
+a print in user code cannot corrupt the stream; stderr is logged by Go.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import os
+import sys
+import threading
+import traceback
+
+# Like the `dask scheduler` console script, never import from the working
+# directory: a stray collections.py there would shadow the stdlib.
+if sys.path and sys.path[0] in ("", os.getcwd()):
+    del sys.path[0]
+
+WIRE_VERSION = 1
+
+logger = logging.getLogger("distributed.scheduler")
+
+# ---- the pipe ----------------------------------------------------------------
+
+_out = None  # the binary stream to Go (the original fd 1)
+_in = None
+_write_lock = threading.Lock()
+
+
+def _setup_pipes():
+    global _out, _in
+    out_fd = os.dup(1)
+    os.dup2(2, 1)  # prints go to stderr from now on
+    sys.stdout = sys.stderr
+    _out = os.fdopen(out_fd, "wb", buffering=0)
+    _in = os.fdopen(os.dup(0), "rb", buffering=0)
+
+
+_setup_pipes()  # first, before any module prints
+
+
+def _read_exactly(stream, n):
+    chunks = []
+    while n > 0:
+        b = stream.read(n)
+        if not b:
+            return None
+        chunks.append(b)
+        n -= len(b)
+    return b"".join(chunks)
+
+
+MAX_FRAMES = 1 << 20
+
+
+def _read_message():
+    import struct
+
+    prelude = _read_exactly(_in, 16)
+    if prelude is None:
+        return None
+    _, nframes = struct.unpack("<QQ", prelude)
+    if nframes == 0 or nframes > MAX_FRAMES:
+        raise RuntimeError(f"frame count {nframes} out of range")
+    raw = _read_exactly(_in, 8 * nframes)
+    if raw is None:
+        raise RuntimeError("EOF inside the frame lengths")
+    frames = []
+    for n in struct.unpack(f"<{nframes}Q", raw):
+        f = _read_exactly(_in, n) if n else b""
+        if f is None:
+            raise RuntimeError("EOF inside a frame")
+        frames.append(f)
+    return frames
+
+
+def send(msg: dict) -> None:
+    """Write one message to Go (any thread)."""
+    import struct
+
+    from distributed.protocol import dumps
+
+    frames = dumps(msg)
+    lengths = [memoryview(f).nbytes for f in frames]
+    head = struct.pack(f"<QQ{len(frames)}Q", 8 * (1 + len(frames)) + sum(lengths), len(frames), *lengths)
+    with _write_lock:
+        _out.write(head)
+        for f in frames:
+            _out.write(f)
+
+
+# ---- handler registries --------------------------------------------------------
+
+_requests: dict = {}  # op -> async def handler(msg) -> dict
+_messages: dict = {}  # op -> def handler(msg) (sync, on the loop)
+
+
+def request(op):
+    """Decorator: ``async def handler(msg) -> dict`` answers Go's request op.
+    The dict is the answer's body ("status" defaults to "OK"); an exception
+    answers distributed's error_message for it."""
+
+    def deco(fn):
+        _requests[op] = fn
+        return fn
+
+    return deco
+
+
+def message(op):
+    """Decorator: ``def handler(msg)`` receives Go's one-way message op on
+    the loop. An exception is logged and changes nothing else."""
+
+    def deco(fn):
+        _messages[op] = fn
+        return fn
+
+    return deco
+
+
+# ---- calls to Go -----------------------------------------------------------------
+
+_ids = itertools.count(1)
+_waiting: dict = {}  # id -> [threading.Event, answer]
+_waiting_lock = threading.Lock()
+_closed = threading.Event()
+
+
+class GoError(RuntimeError):
+    """Go answered a host request with an error."""
+
+
+def call_go(op: str, timeout: float | None = 60, **kwargs):
+    """Ask Go for op and wait for its answer (any thread). Blocking the
+    loop is allowed: the reader thread answers, not the loop."""
+    rid = -next(_ids)
+    ev = threading.Event()
+    slot = [ev, None]
+    with _waiting_lock:
+        if _closed.is_set():
+            raise GoError("the scheduler closed the host's pipe")
+        _waiting[rid] = slot
+    try:
+        send({"t": "req", "id": rid, "op": op, **kwargs})
+        if not ev.wait(timeout):
+            raise TimeoutError(f"no answer from the scheduler to {op!r} in {timeout} s")
+    finally:
+        with _waiting_lock:
+            _waiting.pop(rid, None)
+    ans = slot[1]
+    if ans is None:
+        raise GoError(f"the scheduler closed the host's pipe before answering {op!r}")
+    if ans.get("status") != "OK":
+        raise GoError(ans.get("error") or ans.get("exception_text") or f"{op} failed")
+    return ans.get("result")
+
+
+async def acall_go(op: str, timeout: float | None = 60, **kwargs):
+    """call_go without blocking the loop."""
+    return await asyncio.get_running_loop().run_in_executor(None, lambda: call_go(op, timeout, **kwargs))
+
+
+def post_go(op: str, **kwargs) -> None:
+    """A one-way message to Go (any thread)."""
+    send({"t": "msg", "op": op, **kwargs})
+
+
+# ---- the loop --------------------------------------------------------------------
+
+loop: asyncio.AbstractEventLoop | None = None
+_tasks: set = set()  # requests running, kept referenced
+
+
+def _answer(rid, body):
+    body = dict(body or {})
+    body.setdefault("status", "OK")
+    send({**body, "t": "ans", "id": rid})
+
+
+def _error_answer(rid, e):
+    from distributed.core import error_message
+
+    _answer(rid, error_message(e))
+
+
+async def _serve_request(msg):
+    rid = msg.get("id")
+    op = msg.get("op")
+    fn = _requests.get(op)
+    try:
+        if fn is None:
+            raise ValueError(f"the scheduler's Python host has no handler for {op!r}")
+        body = await fn(msg)
+    except Exception as e:  # answered to Go, which tells the caller
+        _error_answer(rid, e)
+        return
+    try:
+        _answer(rid, body)
+    except Exception as e:  # e.g. a result that cannot be serialized
+        logger.warning("host: answer to %r failed: %s", op, e)
+        _error_answer(rid, e)
+
+
+def _dispatch(msg):
+    t = msg.get("t")
+    if t == "req":
+        task = loop.create_task(_serve_request(msg))
+        _tasks.add(task)
+        task.add_done_callback(_tasks.discard)
+    elif t == "msg":
+        fn = _messages.get(msg.get("op"))
+        if fn is None:
+            logger.warning("host: no handler for message %r", msg.get("op"))
+            return
+        try:
+            fn(msg)
+        except Exception:
+            logger.exception("host: message %r failed", msg.get("op"))
+
+
+def _reader():
+    from distributed.protocol import loads
+
+    try:
+        while True:
+            frames = _read_message()
+            if frames is None:
+                break
+            msg = loads(frames, deserializers=("dask", "pickle", "msgpack", "error"))
+            if msg.get("t") == "ans":
+                with _waiting_lock:
+                    slot = _waiting.get(msg.get("id"))
+                if slot is not None:
+                    slot[1] = msg
+                    slot[0].set()
+                continue
+            loop.call_soon_threadsafe(_dispatch, msg)
+    except Exception:
+        traceback.print_exc()
+    finally:
+        _closed.set()
+        with _waiting_lock:
+            for slot in _waiting.values():
+                slot[0].set()
+        # EOF: the scheduler is gone or closing us; stop.
+        loop.call_soon_threadsafe(loop.stop)
+
+
+_on_close: list = []  # callables run when the pipe closes, before exit
+
+
+def on_close(fn):
+    """Run fn (sync or async) when the scheduler closes the host."""
+    _on_close.append(fn)
+    return fn
+
+
+def main(modules=()):
+    global loop
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(name)s - %(levelname)s - %(message)s")
+    from tornado.ioloop import IOLoop
+
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    IOLoop.current()  # the tornado wrapper distributed's code expects of scheduler.loop
+    for name in modules:
+        __import__(name)
+    send({"t": "msg", "op": "hello", "wire": WIRE_VERSION, "pid": os.getpid()})
+    threading.Thread(target=_reader, name="host-reader", daemon=True).start()
+    try:
+        loop.run_forever()
+    finally:
+        for fn in reversed(_on_close):
+            try:
+                r = fn()
+                if asyncio.iscoroutine(r):
+                    loop.run_until_complete(asyncio.wait_for(r, 5))
+            except Exception:
+                logger.exception("host: close hook failed")
+    os._exit(0)  # threads left by user code must not keep the process alive
