@@ -10,7 +10,7 @@ Loaded by the host core (host.py) as one of its modules. What it adds:
 - requests ``register_scheduler_plugin`` / ``unregister_scheduler_plugin``
   (Scheduler.register_scheduler_plugin: loads the client's dumps(plugin),
   idempotent by name, awaits plugin.start(scheduler) before adding it);
-- message ``hooks``: a batch of engine events, in the engine's order, each
+- request ``hooks``: a batch of engine events, in the engine's order, each
   called on every plugin that defines the hook with distributed's signature
   (SchedulerPlugin in distributed/diagnostics/plugin.py). A hook that raises
   is logged, as distributed logs it, and changes nothing else. A coroutine
@@ -67,11 +67,14 @@ class _Plugins(dict):
         super().__init__()
         self.calls = {h: [] for h in HOOKS}
 
+    def state(self):
+        """What Go keeps: the names, and the hooks some plugin defines."""
+        return {"names": [str(n) for n in self.keys()], "hooks": [h for h in HOOKS if self.calls[h]]}
+
     def _changed(self):
         self.calls = {h: [(n, getattr(p, h)) for n, p in self.items() if _defines(p, h)] for h in HOOKS}
         try:
-            host.post_go("plugins", names=[str(n) for n in self.keys()],
-                         hooks=[h for h in HOOKS if self.calls[h]])
+            host.post_go("plugins", **self.state())
         except Exception:
             logger.exception("host: cannot tell the scheduler about its plugins")
 
@@ -139,20 +142,20 @@ async def _register(msg):
     if name is None:
         name = _get_plugin_name(plugin)
     if name in scheduler.plugins and idempotent:
-        return {"result": None}
+        return {"result": scheduler.plugins.state()}
     if hasattr(plugin, "start"):
         result = plugin.start(scheduler)
         if inspect.isawaitable(result):
             await result
     scheduler.add_plugin(plugin, name=name, idempotent=idempotent)
-    return {"result": None}
+    return {"result": scheduler.plugins.state()}
 
 
 @host.request("unregister_scheduler_plugin")
 async def _unregister(msg):
     """Scheduler.unregister_scheduler_plugin: removes it, without close()."""
     scheduler.remove_plugin(msg.get("name"))
-    return {"result": None}
+    return {"result": scheduler.plugins.state()}
 
 
 # ---- hook events ---------------------------------------------------------------
@@ -175,7 +178,14 @@ def _log_task(task):
         logger.exception(task.exception(), exc_info=task.exception())
 
 
-@host.message("hooks")
+@host.request("hooks")
+async def _hooks_request(msg):
+    """A batch of events; answered once every hook ran (Go's pump sends the
+    next batch then: one in flight)."""
+    _hooks(msg)
+    return {}
+
+
 def _hooks(msg):
     global _dropped
     dropped = msg.get("dropped") or 0
@@ -276,7 +286,7 @@ async def _preload(msg):
         raise ValueError(f"preload {', '.join(names)}: {e.format_message()}") from None
     _preloads = process_preloads(scheduler, names, argv)
     await _preloads.start()
-    return {"result": [p.name for p in _preloads]}
+    return {"result": scheduler.plugins.state()}
 
 
 @host.on_close

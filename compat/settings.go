@@ -162,6 +162,10 @@ type SchedulerSettings struct {
 	// HTTPRoutes are the route modules the dashboard address serves
 	// (distributed.scheduler.http.routes; scheduler/server/web).
 	HTTPRoutes []string
+	// Preload and PreloadArgv are the modules the scheduler-side Python
+	// host runs at start (dask_setup) and their click arguments
+	// (distributed.scheduler.preload, preload-argv; --preload wins).
+	Preload, PreloadArgv []string
 	// LowLevelLogLength bounds the transition log (SchedulerState's
 	// transition_log, which Client.story reads) and each event topic's
 	// deque (Broker), as distributed.admin.low-level-log-length does.
@@ -234,6 +238,8 @@ func SchedulerSettingsFrom(cfg *DaskConfig) (SchedulerSettings, error) {
 		TaskOrderingCheck:            r.boolean("distributed.scheduler.task-ordering-check"),
 		ConnectionLimit:              r.optInteger("distributed.scheduler.connection-limit"),
 		HTTPRoutes:                   r.strings("distributed.scheduler.http.routes"),
+		Preload:                      r.stringOrStrings("distributed.scheduler.preload"),
+		PreloadArgv:                  r.stringOrStrings("distributed.scheduler.preload-argv"),
 		TaskStreamLength:             r.integer("distributed.scheduler.dashboard.status.task-stream-length"),
 		LowLevelLogLength:            r.integer("distributed.admin.low-level-log-length"),
 		TLS: TLSSettings{
@@ -413,6 +419,21 @@ func (r *reader) strings(key string) []string {
 		out = append(out, s)
 	}
 	return out
+}
+
+// stringOrStrings is a string (one item) or a list of strings; null or
+// absent is none.
+func (r *reader) stringOrStrings(key string) []string {
+	switch v := r.get(key).(type) {
+	case nil:
+		return nil
+	case string:
+		if v == "" {
+			return nil
+		}
+		return []string{v}
+	}
+	return r.strings(key)
 }
 
 // optInteger is an integer where null means "the default" (0).

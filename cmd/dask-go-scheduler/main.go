@@ -101,6 +101,8 @@ func serverConfig(o options, settings compat.SchedulerSettings, log zerolog.Logg
 		ConnectTimeout:    settings.ConnectTimeout,
 		TCPTimeout:        settings.TCPTimeout,
 		Logger:            log,
+		Preload:           orStrings(o.preload, settings.Preload),
+		PreloadArgv:       orStrings(o.preloadArgv, settings.PreloadArgv),
 		Dashboard: server.DashboardConfig{
 			Addr:             dash,
 			Prefix:           o.dashboardPrefix,
@@ -261,4 +263,13 @@ func engineConfig(st compat.SchedulerSettings) scheduler.Config {
 	}
 	c.ExactAllowedFailures(st.AllowedFailures)
 	return c
+}
+
+// orStrings is a if it has items, else b: Scheduler.__init__ reads the
+// config's preload and preload-argv only when none were given.
+func orStrings(a, b []string) []string {
+	if len(a) > 0 {
+		return a
+	}
+	return b
 }

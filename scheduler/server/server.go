@@ -30,10 +30,14 @@ type Config struct {
 	CheckOrder   bool
 	// HashSeed is the PYTHONHASHSEED dask.order's priorities are computed
 	// under (compat.Config.HashSeed).
-	HashSeed    uint32
-	Compression string // distributed.comm.compression ("" or "lz4")
-	TickEvery   time.Duration
-	Logger      zerolog.Logger
+	HashSeed uint32
+	// Preload are the modules the Python host runs at start, with
+	// PreloadArgv their click command's arguments (distributed.preloading):
+	// a module that fails to import or rejects its arguments fails Start.
+	Preload, PreloadArgv []string
+	Compression          string // distributed.comm.compression ("" or "lz4")
+	TickEvery            time.Duration
+	Logger               zerolog.Logger
 	// IdleTimeout closes the scheduler once idle that long (--idle-timeout,
 	// distributed.scheduler.idle-timeout; 0: never).
 	IdleTimeout time.Duration
@@ -110,8 +114,9 @@ type Server struct {
 
 	statusSubs statusSubscribers // subscribe_worker_status streams (membership.go)
 	counters   counters
-	snap       snapshots // the engine's view for the HTTP routes (web.go)
-	idleOnce   sync.Once // the idle timeout's shutdown
+	splugins   schedulerPlugins // the host's scheduler plugins and their hook queue (scheduler_plugins.go)
+	snap       snapshots        // the engine's view for the HTTP routes (web.go)
+	idleOnce   sync.Once        // the idle timeout's shutdown
 	// drain is how long a stream the scheduler drops may take to write
 	// what it queued before its connection is closed (streamDrain; tests
 	// lengthen it).
