@@ -34,6 +34,10 @@ type Server struct {
 	// lazyrequest.go) where the request is a plain one-frame dict, and
 	// decoded (Raw nil) otherwise. An op is in Handlers or here, not both.
 	LazyHandlers map[string]Handler
+	// Fallback, when set, is asked for the handler of an op that is in
+	// neither map (nil: none): ops that another process registers at run
+	// time, such as the handlers a scheduler plugin adds. It must not block.
+	Fallback func(op string) Handler
 	// Options, when set, replace the Listener's options for the handshake
 	// and read limits of accepted connections (keepalive is the Listener's).
 	Options *Options
@@ -314,6 +318,9 @@ func (s *Server) dispatch(req *Request, log zerolog.Logger) bool {
 	h := s.Handlers[req.Op]
 	if lazy := s.LazyHandlers[req.Op]; lazy != nil {
 		h = lazy
+	}
+	if h == nil && s.Fallback != nil {
+		h = s.Fallback(req.Op)
 	}
 	if h == nil {
 		err := fmt.Errorf("unsupported operation %q: %s has no handler for it", req.Op, s.name())

@@ -58,6 +58,7 @@ func (s *Server) implementedHandlers() map[string]comm.Handler {
 		"broadcast":       s.broadcast,
 		"proxy":           s.proxy,
 		"terminate":       s.terminate,
+		"run_function":    s.runFunction,
 		"restart":         s.restart,
 		"add_keys":        s.addKeysRPC,
 		"get_story":       s.getStory,

@@ -81,7 +81,7 @@ var Ops = []OpInfo{
 	rpc("restart_workers", yes("Client.restart_workers (through the nannies; a new process under the same name)")),
 	rpc("retire_workers", yes("Client.retire_workers, Adaptive's scale-down (by address, by name, or those workers_to_close picks)")),
 	rpc("retry", yes("Client.retry, Future.retry (the reply is written before the retried tasks go to workers)")),
-	rpc("run_function", python("run_on_scheduler", "use Client.run (on workers) or run the function in the client")),
+	rpc("run_function", yes("Client.run_on_scheduler: runs in the scheduler-side Python host with a dask_scheduler object (compat/host_scheduler.py); a plain function runs in a thread of its own, so one that sleeps holds only its caller")),
 	rpc("scatter", yes("")),
 	rpc("semaphore_acquire", yes("distributed.Semaphore and Lock")),
 	rpc("semaphore_close", yes("distributed.Semaphore and Lock")),

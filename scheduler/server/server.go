@@ -89,6 +89,7 @@ type Server struct {
 	lis  comm.Listener
 	pool *comm.Pool
 	mat  *compat.HelperPool
+	host *compat.Host // the scheduler-side Python host; no process until needed (host.go)
 	loop *loop
 
 	mu      sync.Mutex // guards workers and clients: the open streams by address / client id
@@ -199,8 +200,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	ec := engine.Config() // read before any goroutine may hold the engine's lock
 	s.loop = newLoop(s, engine)
 
+	s.startHost()
 	s.rpc = &comm.Server{Handlers: s.handlers(), Options: opts, Name: "dask-go-scheduler", Logger: s.log,
-		LazyHandlers: s.rawHandlers()}
+		LazyHandlers: s.rawHandlers(), Fallback: s.forwardedOp}
 	s.goRun(s.loop.run)
 	s.goRun(func() { s.forwardResults(results) })
 	s.goRun(func() { s.periodic(s.cfg.TickEvery, tickAt) })
@@ -285,6 +287,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		err = nil
 	}
 	s.mat.Close()
+	s.host.Close()
 	s.pool.Close()
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
