@@ -71,6 +71,7 @@ func transitionKwargsWire(k *scheduler.TransitionKwargs) *protocol.Map {
 		if k.Type != nil {
 			typ = k.Type
 		}
+		m.Set("status", "OK")
 		m.Set("nbytes", k.NBytes)
 		m.Set("type", typ)
 		m.Set("typename", k.TypeName)
@@ -79,6 +80,9 @@ func transitionKwargsWire(k *scheduler.TransitionKwargs) *protocol.Map {
 		m.Set("startstops", startStopsWire(k.StartStops))
 	case k.Erred:
 		m.Set("cause", k.Cause)
+		if k.StartStops != nil { // from the worker's task-erred, not the scheduler's own erring
+			m.Set("status", "error")
+		}
 		if k.Exception != nil {
 			m.Set("exception", k.Exception)
 		}

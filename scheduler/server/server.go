@@ -201,6 +201,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	s.loop = newLoop(s, engine)
 
 	s.startHost()
+	s.startSchedulerPlugins()
 	s.rpc = &comm.Server{Handlers: s.handlers(), Options: opts, Name: "dask-go-scheduler", Logger: s.log,
 		LazyHandlers: s.rawHandlers(), Fallback: s.forwardedOp}
 	s.goRun(s.loop.run)
@@ -217,6 +218,12 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		s.web.Serve()
 	}
 	go func() { s.serveErr <- s.rpc.Serve(lis) }()
+	if err := s.runPreloads(ctx); err != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = s.Shutdown(sctx)
+		return nil, err
+	}
 	return s, nil
 }
 
