@@ -433,7 +433,10 @@ func (r *reader) stringOrStrings(key string) []string {
 		}
 		return []string{v}
 	}
-	return r.strings(key)
+	if l := r.strings(key); len(l) > 0 {
+		return l
+	}
+	return nil // [] as absent, like the built-in defaults
 }
 
 // optInteger is an integer where null means "the default" (0).
