@@ -283,7 +283,7 @@ async def _preload(msg):
     try:
         _check_argv(names, argv)
     except click.UsageError as e:
-        raise ValueError(f"preload {', '.join(names)}: {e.format_message()}") from None
+        raise ValueError(e.format_message()) from None
     _preloads = process_preloads(scheduler, names, argv)
     await _preloads.start()
     return {"result": scheduler.plugins.state()}

@@ -43,7 +43,8 @@ func (s *Server) runPreloads(ctx context.Context) error {
 		return fmt.Errorf("preload %s: %w", strings.Join(names, ", "), err)
 	}
 	if ans.Get("status") != "OK" {
-		return fmt.Errorf("preload %s: %s", strings.Join(names, ", "), protocol.String(ans.Get("exception_text")))
+		text, _ := ans.Get("exception_text").(string)
+		return fmt.Errorf("preload %s: %s", strings.Join(names, ", "), text)
 	}
 	s.applyPluginState(ctx, asMap(ans.Get("result")), true)
 	s.log.Info().Strs("preload", names).Msg("preloads run in the scheduler's Python host")
