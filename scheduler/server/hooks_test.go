@@ -1,0 +1,101 @@
+package server
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"daskgo/protocol"
+	"daskgo/scheduler"
+)
+
+func hookEvents(n int) []scheduler.HookEvent {
+	evs := make([]scheduler.HookEvent, n)
+	for i := range evs {
+		evs[i] = scheduler.HookEvent{Hook: scheduler.HookTransition, Key: protocol.StrKey("k"), Start: scheduler.StatusWaiting, Finish: scheduler.StatusProcessing}
+	}
+	return evs
+}
+
+// TestHookQueueBoundedDropsAndCounts: past its bound the queue keeps what it
+// holds, drops the newest and counts them; taking frees room again.
+func TestHookQueueBoundedDropsAndCounts(t *testing.T) {
+	q := newHookQueue(10)
+	now := time.Unix(100, 0)
+	q.push(hookEvents(7), now)
+	q.push(hookEvents(7), now.Add(time.Second))
+	batch, backlog, lag, dropped := q.take(4, now.Add(3*time.Second))
+	if len(batch) != 4 || backlog != 6 || dropped != 4 || lag != 3*time.Second {
+		t.Fatalf("batch %d backlog %d dropped %d lag %v", len(batch), backlog, dropped, lag)
+	}
+	q.push(hookEvents(5), now)
+	if _, backlog, _, dropped = q.take(100, now); backlog != 0 || dropped != 5 {
+		t.Fatalf("backlog %d dropped %d", backlog, dropped)
+	}
+	if n := q.reset(); n != 0 {
+		t.Fatalf("reset of an empty queue dropped %d", n)
+	}
+}
+
+// slowHost answers each batch after a delay, recording the sizes.
+type slowHost struct {
+	mu      sync.Mutex
+	batches []int
+	delay   time.Duration
+}
+
+func (h *slowHost) Call(ctx context.Context, op string, body *protocol.Map) (*protocol.Map, error) {
+	time.Sleep(h.delay)
+	h.mu.Lock()
+	h.batches = append(h.batches, len(body.Get("events").([]any)))
+	h.mu.Unlock()
+	return protocol.NewMap("status", "OK"), nil
+}
+
+func (h *slowHost) PID() int { return 1 }
+
+func (h *slowHost) total() (n, calls int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, b := range h.batches {
+		n += b
+	}
+	return n, len(h.batches)
+}
+
+// TestHookPumpNeverBlocksPush: while the host is slow, pushes return at
+// once (the engine's side), events batch up, and all arrive in the end.
+func TestHookPumpNeverBlocksPush(t *testing.T) {
+	q := newHookQueue(hookQueueMax)
+	h := &slowHost{delay: 50 * time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { pumpHooks(ctx, q, h, wallClock{}, zerolog.Nop()); close(done) }()
+	start := time.Now()
+	for range 100 {
+		q.push(hookEvents(100), time.Now())
+	}
+	if d := time.Since(start); d > 20*time.Millisecond {
+		t.Errorf("100 pushes took %v behind a slow host", d)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		n, calls := h.total()
+		if n == 10000 {
+			if calls > 20 {
+				t.Errorf("%d calls for 10,000 events: the backlog was not batched", calls)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 10000 events delivered", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	q.push(hookEvents(1), time.Now()) // wake it
+	<-done
+}
