@@ -221,6 +221,7 @@ def _call_other(hook, ev, fns):
                    annotations=_annotations(annots), priority=dict(zip(tasks, map(tuple, prios))),
                    stimulus_id=sid)
             elif hook == "add_worker":
+                _fresh_workers()
                 _schedule(fn(scheduler=scheduler, worker=ev[2]))
             elif hook == "remove_worker":
                 _schedule(fn(scheduler=scheduler, worker=ev[2], stimulus_id=sid))
@@ -235,6 +236,15 @@ def _call_other(hook, ev, fns):
                 _failed(name, hook)
             else:
                 logger.exception(e)
+
+
+def _fresh_workers():
+    """A plugin's add_worker looks the worker up in scheduler.workers: the
+    snapshot it reads must be newer than the event."""
+    snap = scheduler.__dict__.get("_workers")
+    if snap is not None:
+        with snap.lock:
+            snap.value = None
 
 
 def _annotations(pairs):
@@ -305,3 +315,59 @@ async def _close():
                     await r
             except Exception:
                 logger.exception("Plugin %s failed", hook)
+
+
+# ---- Scheduler members that preloads call ------------------------------------
+# dask-gateway's preload (dask_gateway.scheduler_preload) is the model: it
+# reads services["dashboard"].port, calls workers_to_close and
+# adaptive_target synchronously, and looks its workers up in
+# scheduler.workers from its add_worker hook.
+
+
+class _Service:
+    """A service as Scheduler.services holds it: here only its port."""
+
+    def __init__(self, port):
+        self.port = port
+
+    def __repr__(self):
+        return f"<service on port {self.port}>"
+
+
+_services_added = {}  # services a preload set (scheduler.services["gateway"] = ...)
+
+
+class _Services(dict):
+    def __setitem__(self, k, v):
+        _services_added[k] = v
+        super().__setitem__(k, v)
+
+
+def _services(self):
+    """Scheduler.services: {name: server with .port} from Go's, plus the
+    ones code here added."""
+    raw = self._i("services") or {}
+    out = _Services({k: (_Service(v) if isinstance(v, int) else v) for k, v in raw.items()})
+    dict.update(out, _services_added)
+    return out
+
+
+HostScheduler.services = property(_services)
+
+
+def _workers_to_close(self, memory_ratio=None, n=None, key=None, minimum=None, target=None, attribute="address"):
+    """Scheduler.workers_to_close (a callable key cannot cross to Go)."""
+    if key is not None:
+        raise TypeError("dask-go-scheduler: workers_to_close(key=...) is not supported (a function cannot be sent to the Go scheduler)")
+    args = {"memory_ratio": memory_ratio, "n": n, "minimum": minimum, "target": target, "attribute": attribute}
+    return host.call_go("rpc", rpc_op="workers_to_close", args={k: v for k, v in args.items() if v is not None})
+
+
+def _adaptive_target(self, target_duration=None):
+    """Scheduler.adaptive_target."""
+    args = {} if target_duration is None else {"target_duration": target_duration}
+    return host.call_go("rpc", rpc_op="adaptive_target", args=args)
+
+
+HostScheduler.workers_to_close = _workers_to_close
+HostScheduler.adaptive_target = _adaptive_target

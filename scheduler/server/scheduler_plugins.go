@@ -182,3 +182,13 @@ func hookMaskOf(names []string) scheduler.HookMask {
 	}
 	return m
 }
+
+// The Scheduler members preloads and plugins call synchronously that Go
+// answers (dask-gateway's preload: workers_to_close in its heartbeat,
+// adaptive_target in its adaptive loop); host_plugins.py adds them to
+// dask_scheduler.
+func init() {
+	for _, op := range []string{"workers_to_close", "adaptive_target"} {
+		hostRPCOps[op] = true
+	}
+}
