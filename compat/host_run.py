@@ -118,3 +118,24 @@ async def forwarded(msg):
     if inspect.isawaitable(result):
         result = await result
     return {"result": result}
+
+
+@host.message("stream")
+def forwarded_stream(msg):
+    """A stream op Go forwards (dask_scheduler.stream_handlers): called as
+    distributed.core.Server.handle_stream calls it, with the op's fields and
+    the stream's "client" or "worker"."""
+    name = msg["name"]
+    handler = scheduler.stream_handlers.get(name)
+    if handler is None:
+        host.logger.warning("host: no stream handler %r", name)
+        return
+    kwargs = {k: v for k, v in (msg.get("msg") or {}).items() if k != "op"}
+    for extra in ("client", "worker"):
+        if extra in msg:
+            kwargs[extra] = msg[extra]
+    result = handler(**kwargs)
+    if inspect.isawaitable(result):
+        task = asyncio.ensure_future(result)
+        _background.add(task)
+        task.add_done_callback(_background.discard)

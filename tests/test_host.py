@@ -196,3 +196,26 @@ def test_host_killed_mid_call(cluster):
         assert c.gather(futs) == [x ** 2 for x in range(200)]
         log = cluster.logs_when(lambda text: "host exited" in text)
         assert "signal: killed" in log
+
+
+def test_forwarded_stream_handler(cluster):
+    """An op on a client's batched stream that a run_on_scheduler function
+    put in dask_scheduler.stream_handlers reaches it, with the client's id."""
+
+    def install(dask_scheduler):
+        dask_scheduler.seen = []
+
+        def note(client=None, x=None):
+            dask_scheduler.seen.append((client, x))
+
+        dask_scheduler.stream_handlers["my_note"] = note
+
+    with client(cluster) as c:
+        c.run_on_scheduler(install)
+        for i in range(3):
+            c._send_to_scheduler({"op": "my_note", "x": i})
+        seen = wait_for(lambda: (lambda s: s if len(s) == 3 else None)(
+            c.run_on_scheduler(lambda dask_scheduler: dask_scheduler.seen)), 30, "stream ops in the host")
+        assert sorted(x for _, x in seen) == [0, 1, 2]
+        assert {cid for cid, _ in seen} == {c.id}
+        assert c.submit(sum, [1, 1]).result(timeout=30) == 2

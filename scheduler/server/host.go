@@ -111,3 +111,20 @@ func (s *Server) hostRPC(ctx context.Context, args *protocol.Map) (any, error) {
 	defer cancel()
 	return h(ctx, &comm.Request{Op: op, Args: a, Reply: true, Log: s.log.With().Str("op", op).Str("from", "host").Logger()})
 }
+
+// forwardStreamOp posts a stream op Go does not know to the host when the
+// host has it in dask_scheduler.stream_handlers (Server.handle_stream calls
+// it with extra={"client": id} or {"worker": address}); false if not.
+// Posted, never waited for: a stream's reader must not wait on Python. The
+// op applies after the ops before it that the engine took, but not in
+// order with them.
+func (s *Server) forwardStreamOp(m *protocol.Map, who, id string) bool {
+	op, _ := m.Get("op").(string)
+	if op == "" || !s.host.ForwardsStream(op) {
+		return false
+	}
+	if !s.host.Post("stream", protocol.NewMap("name", op, "msg", m, who, id)) {
+		s.log.Warn().Str("op", op).Msg("stream op for the Python host dropped: its queue is full")
+	}
+	return true
+}

@@ -206,5 +206,6 @@ func opsMarkdown() string {
 	for _, r := range rows {
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", r.Op, r.Kind, r.Status, r.Feature, r.Note)
 	}
+	b.WriteString("| any other op | rpc | forwarded | ops that a run_on_scheduler function, plugin, extension or preload puts in `dask_scheduler.handlers` (optuna_integration's `optuna_*`) | served by the scheduler-side Python host while it has them (forwardedOp in host.go); any other unknown op answers an error naming it |\n")
 	return b.String()
 }

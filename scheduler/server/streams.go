@@ -46,7 +46,11 @@ func (s *Server) registerClient(ctx context.Context, req *comm.Request) (any, er
 	s.counters.clientsAdded.Add(1)
 
 	closed := s.readStream(conn, func(m *protocol.Map, now time.Time) (scheduler.Stimulus, bool, error) {
-		return clientStimulus(id, m, now)
+		st, ok, err := clientStimulus(id, m, now)
+		if err != nil && s.forwardStreamOp(m, "client", id) {
+			return nil, false, nil
+		}
+		return st, ok, err
 	}, func(item []byte, now time.Time) (scheduler.Stimulus, bool) {
 		return clientOpFast(id, item, now)
 	}, log)
@@ -225,7 +229,11 @@ func (s *Server) registerWorker(ctx context.Context, req *comm.Request) (any, er
 
 	reuse := &streamReuse{}
 	graceful := s.readStream(conn, func(m *protocol.Map, now time.Time) (scheduler.Stimulus, bool, error) {
-		return workerStimulus(aw.Address, m, now)
+		st, ok, err := workerStimulus(aw.Address, m, now)
+		if err != nil && s.forwardStreamOp(m, "worker", aw.Address) {
+			return nil, false, nil
+		}
+		return st, ok, err
 	}, func(item []byte, now time.Time) (scheduler.Stimulus, bool) {
 		return workerOpFast(aw.Address, item, now, reuse)
 	}, log)
