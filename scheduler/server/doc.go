@@ -118,6 +118,10 @@
 //     ending with its sample or collection, or with the server.
 //   - terminate starts Shutdown on a goroutine of its own, so that the RPC
 //     can answer before the server it runs in stops.
+//   - The hook pump (hooks.go, pumpHooks; goRun): takes the scheduler
+//     plugin events that engine lock holders queued (hookQueue.push, a
+//     leaf lock, never waiting) and calls the Python host with them, one
+//     batch in flight; it ends with the server.
 //
 // # Locks
 //

@@ -97,7 +97,14 @@ func (q *hookQueue) take(n int, now time.Time) (batch []scheduler.HookEvent, bac
 	return batch, rest, lag, q.dropped
 }
 
-// clear drops every queued event (the host died: nobody listens).
+// stats are the events queued now and those dropped since the start.
+func (q *hookQueue) stats() (queued, dropped int64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return int64(len(q.events)), int64(q.dropped)
+}
+
+// reset drops every queued event (the host died: nobody listens).
 func (q *hookQueue) reset() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
