@@ -66,12 +66,16 @@ class _Plugins(dict):
     def __init__(self):
         super().__init__()
         self.calls = {h: [] for h in HOOKS}
+        self.seq = 0
 
     def state(self):
-        """What Go keeps: the names, and the hooks some plugin defines."""
-        return {"names": [str(n) for n in self.keys()], "hooks": [h for h in HOOKS if self.calls[h]]}
+        """What Go keeps: the names, and the hooks some plugin defines;
+        seq orders the reports (Go applies none older than one it has)."""
+        return {"names": [str(n) for n in self.keys()], "hooks": [h for h in HOOKS if self.calls[h]],
+                "seq": self.seq}
 
     def _changed(self):
+        self.seq += 1
         self.calls = {h: [(n, getattr(p, h)) for n, p in self.items() if _defines(p, h)] for h in HOOKS}
         try:
             host.post_go("plugins", **self.state())

@@ -29,6 +29,7 @@ type schedulerPlugins struct {
 	mu    sync.Mutex // serializes state changes and the stimuli they send; never held by an engine lock holder
 	names []string
 	hooks scheduler.HookMask
+	seq   int64 // the host's report last applied (host_plugins.py _Plugins.seq); 0 after a host exit
 	queue *hookQueue
 }
 
@@ -55,6 +56,11 @@ func (s *Server) applyPluginState(ctx context.Context, st *protocol.Map, wait bo
 	p := &s.splugins
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	seq, _ := st.Get("seq").(int64)
+	if seq < p.seq {
+		return // an older report, overtaken (each host message is served on a goroutine of its own)
+	}
+	p.seq = seq
 	p.names = stringsOf(st.Get("names"))
 	p.hooks = hookMaskOf(stringsOf(st.Get("hooks")))
 	stim := &scheduler.SetHookListener{Base: s.base("plugin-hooks"), Hooks: p.hooks}
@@ -78,7 +84,7 @@ func (s *Server) pluginsLost(pid int, status string) {
 		s.log.Error().Int("host_pid", pid).Str("status", status).Strs("plugins", p.names).Int("events_dropped", dropped).
 			Msgf("scheduler plugins lost with the Python host: %s; register them again", strings.Join(p.names, ", "))
 	}
-	p.names, p.hooks = nil, 0
+	p.names, p.hooks, p.seq = nil, 0, 0
 	s.loop.submit(&scheduler.SetHookListener{Base: s.base("plugin-hooks"), Hooks: 0})
 }
 
