@@ -99,3 +99,28 @@ func TestHookPumpNeverBlocksPush(t *testing.T) {
 	q.push(hookEvents(1), time.Now()) // wake it
 	<-done
 }
+
+// BenchmarkHookEventsWire: the pump's cost per event, a finished task's
+// processing->memory (with its kwargs) and two bare transitions, encoded
+// as the host call's body.
+func BenchmarkHookEventsWire(b *testing.B) {
+	evs := make([]scheduler.HookEvent, 0, 3*1000)
+	for i := range 1000 {
+		k := protocol.StrKey("inc-" + string(rune('a'+i%26)))
+		evs = append(evs,
+			scheduler.HookEvent{Hook: scheduler.HookTransition, StimulusID: "task-finished-1", Key: k, Start: scheduler.StatusProcessing, Finish: scheduler.StatusMemory,
+				Kwargs: &scheduler.TransitionKwargs{Finished: true, Worker: "tcp://127.0.0.1:40000", NBytes: 28, Type: []byte("\x80\x04\x95int"), TypeName: "int",
+					StartStops: []scheduler.StartStop{{Action: "compute", Start: 1, Stop: 2}}, Thread: int64(1234)}},
+			scheduler.HookEvent{Hook: scheduler.HookTransition, StimulusID: "task-finished-1", Key: k, Start: scheduler.StatusQueued, Finish: scheduler.StatusProcessing},
+			scheduler.HookEvent{Hook: scheduler.HookTransition, StimulusID: "task-finished-1", Key: k, Start: scheduler.StatusWaiting, Finish: scheduler.StatusQueued})
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		body := protocol.NewMap("events", hookEventsWire(evs), "dropped", uint64(0))
+		if _, err := protocol.Encode(body, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(evs)), "ns/event")
+}
