@@ -4,6 +4,7 @@ start), as a user's own module is in the same software environment."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections import defaultdict
 
@@ -71,17 +72,19 @@ class Raising(SchedulerPlugin):
         raise ValueError("raising plugin: update_graph")
 
 
-class Slow(SchedulerPlugin):
-    """Each transition takes `delay` seconds."""
+class Gated(SchedulerPlugin):
+    """transition() blocks until the file at `gate` exists, then counts. On
+    Python's scheduler this would stop the scheduler itself."""
 
-    name = "slow"
+    name = "gated"
 
-    def __init__(self, delay):
-        self.delay = delay
+    def __init__(self, gate):
+        self.gate = gate
         self.n = 0
 
     def transition(self, key, start, finish, *args, **kwargs):
-        time.sleep(self.delay)
+        while not os.path.exists(self.gate):
+            time.sleep(0.01)
         self.n += 1
 
 
