@@ -160,13 +160,18 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=600)
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--kinds", default=",".join(KINDS))
+    ap.add_argument("--pool", type=Path, help="an earlier plugin-cost.json of the same binary: its runs are pooled "
+                    "with these (repetitions numbered on), for medians over more runs")
     args = ap.parse_args()
     machine = {"command": " ".join(["scripts/bench/plugin_cost.py", *sys.argv[1:]]),
                "machine": f"{platform.node()} {psutil.cpu_count()} cores", "python": platform.python_version(),
                "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
-    results = []
+    results = json.loads(args.pool.read_text())["results"] if args.pool else []
+    first = 1 + max((r["repetition"] for r in results), default=-1)
+    if args.pool:
+        machine["command"] += f" (pooled with {len(results)} earlier runs)"
     with tempfile.TemporaryDirectory(prefix="plugin-cost-") as tmp:
-        for rep in range(args.repetitions):
+        for rep in range(first, first + args.repetitions):
             for kind in args.kinds.split(","):
                 d = Path(tempfile.mkdtemp(prefix=f"{kind}-{rep}-", dir=tmp))
                 rec = one_run(kind, args.size, d, args.timeout)
