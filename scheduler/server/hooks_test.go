@@ -40,24 +40,24 @@ func TestHookQueueBoundedDropsAndCounts(t *testing.T) {
 	}
 }
 
-// slowHost answers each batch after a delay, recording the sizes.
-type slowHost struct {
+// stuckHost answers no batch until release is closed, recording the sizes.
+type stuckHost struct {
 	mu      sync.Mutex
 	batches []int
-	delay   time.Duration
+	release chan struct{}
 }
 
-func (h *slowHost) Call(ctx context.Context, op string, body *protocol.Map) (*protocol.Map, error) {
-	time.Sleep(h.delay)
+func (h *stuckHost) Call(ctx context.Context, op string, body *protocol.Map) (*protocol.Map, error) {
+	<-h.release
 	h.mu.Lock()
 	h.batches = append(h.batches, len(body.Get("events").([]any)))
 	h.mu.Unlock()
 	return protocol.NewMap("status", "OK"), nil
 }
 
-func (h *slowHost) PID() int { return 1 }
+func (h *stuckHost) PID() int { return 1 }
 
-func (h *slowHost) total() (n, calls int) {
+func (h *stuckHost) total() (n, calls int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, b := range h.batches {
@@ -66,21 +66,32 @@ func (h *slowHost) total() (n, calls int) {
 	return n, len(h.batches)
 }
 
-// TestHookPumpNeverBlocksPush: while the host is slow, pushes return at
-// once (the engine's side), events batch up, and all arrive in the end.
+// TestHookPumpNeverBlocksPush: while the host answers nothing, pushes (the
+// engine's side) still return, the events wait in the queue, and once the
+// host answers they all arrive, batched.
 func TestHookPumpNeverBlocksPush(t *testing.T) {
 	q := newHookQueue(hookQueueMax)
-	h := &slowHost{delay: 50 * time.Millisecond}
+	h := &stuckHost{release: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { pumpHooks(ctx, q, h, wallClock{}, zerolog.Nop()); close(done) }()
-	start := time.Now()
-	for range 100 {
-		q.push(hookEvents(100), time.Now())
+	pushed := make(chan struct{})
+	go func() {
+		for range 100 {
+			q.push(hookEvents(100), time.Now())
+			time.Sleep(100 * time.Microsecond) // let the pump take a first batch and get stuck
+		}
+		close(pushed)
+	}()
+	select {
+	case <-pushed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("pushes blocked behind a host that does not answer")
 	}
-	if d := time.Since(start); d > 20*time.Millisecond {
-		t.Errorf("100 pushes took %v behind a slow host", d)
+	if queued, _ := q.stats(); queued == 0 {
+		t.Error("nothing waits in the queue while the host is stuck")
 	}
+	close(h.release)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		n, calls := h.total()
