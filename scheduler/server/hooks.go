@@ -25,7 +25,9 @@ import (
 // hook of the batch has run, so at most one batch is in flight and the
 // queue is where a slow plugin's backlog waits. When the backlog reaches
 // hookQueueMax events, newer events are dropped and counted: memory stays
-// bounded (about 100 B an event queued, plus the batch in flight), the log
+// bounded (a queued event is 128 B, so 128 MiB at most, plus 216 B of
+// kwargs for each finished or erred task's, which arrive paced by the
+// workers; and the batch in flight), the log
 // says how many were dropped and how far behind the plugins are, and the
 // host is told the running total (it logs it too). A plugin that counts
 // transitions then counts fewer; no task is affected, since the engine
@@ -33,7 +35,11 @@ import (
 // loop, so a slow plugin there slows the whole scheduler instead.
 
 const (
-	hookQueueMax = 1 << 18 // events queued for the host, at most
+	// hookQueueMax: events queued for the host, at most. One update-graph
+	// of a 200k-task tree reports about 400k transitions at once (each
+	// task's released->waiting, the roots' next step): the bound must hold
+	// such a burst whole while a plugin keeps up.
+	hookQueueMax = 1 << 20
 	hookBatchMax = 8192    // events per call to the host, at most
 	// hookLinger: after waking, the pump lets events gather this long
 	// before it calls the host, unless a full batch is queued. Each call
