@@ -12,6 +12,19 @@
 //   - dask configuration (config.go, settings.go): dask's YAML files and
 //     DASK_* environment variables, read with dask's precedence rules into a
 //     typed SchedulerSettings;
+//   - the scheduler-side Python host (host*.go, host*.py): one Python
+//     process, started on the first request that needs Python inside the
+//     scheduler (run_on_scheduler, an op a plugin registered), that keeps
+//     state: plugins, extensions, handlers, what run_on_scheduler functions
+//     leave behind. It runs code written for distributed's Scheduler
+//     against a dask_scheduler object (host_scheduler.py) that reads the
+//     engine's state from Go on demand;
+//   - the supervised-process piece both kinds of Python process sit on
+//     (proc_spawn.go: spawn with the sources through fd 3, stderr to the
+//     log, kill and exit status, framed reads and writes with a stall
+//     deadline; proc_pipe.go: the host's bidirectional request/answer pipe;
+//     proc_supervise.go: start on first need, fail every call in flight
+//     when the process dies, start again on the next call);
 //   - protocol/pickle: the few pickles the scheduler originates itself.
 //
 // Materializer data flow:
@@ -38,8 +51,9 @@
 //   - A request written to a helper is owned by that helper's incarnation:
 //     when the process dies, every such request fails with an error naming
 //     the exit status, and the helper is restarted for the rest.
-//   - One supervisor goroutine owns the process lifecycle; per incarnation one
-//     writer and one reader goroutine, both joined before the next starts.
+//   - The supervisor (proc_supervise.go) owns each process's lifecycle: per
+//     process one serving goroutine (the reader) and one writer, both joined
+//     before the next starts (helpers) or by Close (the host).
 package compat
 
 //go:generate ../.venv/bin/python testdata/capture_update_graph.py

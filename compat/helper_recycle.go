@@ -81,9 +81,7 @@ func (m *Materializer) closeIfRetiredLocked(inc *incarnation) {
 	if !inc.retiring || len(inc.pending) > 0 {
 		return
 	}
-	inc.mu.Lock()
-	inc.retired = true
-	inc.mu.Unlock()
+	inc.retired.Store(true)
 	_ = inc.stdin.Close()
 	select { // the writer may be waiting for work: it returns on seeing retiring
 	case m.wake <- struct{}{}:
@@ -92,9 +90,7 @@ func (m *Materializer) closeIfRetiredLocked(inc *incarnation) {
 }
 
 func (inc *incarnation) isRetired() bool {
-	inc.mu.Lock()
-	defer inc.mu.Unlock()
-	return inc.retired
+	return inc.retired.Load()
 }
 
 // Recycled is how many helpers were replaced for their memory.

@@ -110,14 +110,18 @@ func NewHost(cfg HostConfig) *Host {
 		services: map[string]HostService{}}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	mods := slices.Concat(hostModules, cfg.Modules, []pySource{{"__main__", "import host\nhost.main()\n"}})
+	limits := cfg.Limits
 	h.sup = supervisor{
 		spec: procSpec{What: "scheduler-side Python host", PIDField: "host_pid", Python: cfg.Python,
 			Env: cfg.Env, Dir: cfg.Dir, Sources: mods, Log: h.log},
-		handlers:     pipeHandlers{request: h.serveRequest, message: h.serveMessage},
-		limits:       cfg.Limits,
 		startTimeout: cfg.StartTimeout,
-		wire:         hostWireVersion,
-		onExit:       h.exited,
+		open: func(p *proc) (session, error) {
+			if err := hello(p, limits, hostWireVersion); err != nil {
+				return nil, err
+			}
+			return &hostSession{pipe: newMsgPipe(p, pipeHandlers{request: h.serveRequest, message: h.serveMessage}, limits)}, nil
+		},
+		onExit: func(pid int, status string, _ bool) { h.exited(pid, status) },
 	}
 	return h
 }
@@ -138,7 +142,7 @@ func (h *Host) Call(ctx context.Context, op string, body *protocol.Map) (*protoc
 	if err != nil {
 		return nil, err
 	}
-	ans, err := r.pipe.call(ctx, op, body)
+	ans, err := pipeOf(r).call(ctx, op, body)
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +159,7 @@ func (h *Host) Post(op string, body *protocol.Map) bool {
 	if r == nil {
 		return false
 	}
-	return r.pipe.post(op, body)
+	return pipeOf(r).post(op, body)
 }
 
 // Serve makes op a service the host can call (host.call_go(op, ...)) or
@@ -201,7 +205,7 @@ func (h *Host) PID() int {
 // Inflight is the number of calls waiting for the host's answer.
 func (h *Host) Inflight() int {
 	if r := h.sup.current(); r != nil {
-		return r.pipe.inflight()
+		return pipeOf(r).inflight()
 	}
 	return 0
 }
@@ -212,6 +216,30 @@ func (h *Host) Close() {
 	h.sup.close(h.stopGrace)
 	h.wg.Wait()
 }
+
+// hostSession is the host's side of one host process: its pipe, whose
+// writer runs beside the reader and is joined when the process is gone.
+type hostSession struct {
+	pipe *msgPipe
+	wg   sync.WaitGroup
+}
+
+func (hs *hostSession) run() {
+	hs.wg.Add(1)
+	go func() {
+		defer hs.wg.Done()
+		hs.pipe.writeLoop()
+	}()
+	hs.pipe.readLoop()
+}
+
+func (hs *hostSession) end(status string) bool {
+	hs.pipe.close(&errProcGone{What: hs.pipe.p.spec.What, Status: status})
+	hs.wg.Wait()
+	return false
+}
+
+func pipeOf(r *running) *msgPipe { return r.sess.(*hostSession).pipe }
 
 func (h *Host) exited(pid int, status string) {
 	h.forwarded.Store(nil)

@@ -240,8 +240,37 @@ async def _serve_request(msg):
         _error_answer(rid, e)
 
 
+generation = 0  # bumped by every request and message from Go (host_scheduler's snapshots)
+
+
+# One-way messages waiting for the loop, at most: past it they are dropped
+# and counted, never queued without bound (the reader thread must not
+# block: it also reads the answers a blocked loop may be waiting for).
+MAX_QUEUED_MESSAGES = 10000
+_queued_messages = 0
+_dropped_messages = 0
+_queue_lock = threading.Lock()
+
+
+def _admit_message():
+    global _queued_messages, _dropped_messages
+    with _queue_lock:
+        if _queued_messages >= MAX_QUEUED_MESSAGES:
+            _dropped_messages += 1
+            if _dropped_messages % 1000 == 1:
+                logger.warning("host: the loop is behind; %d messages from the scheduler dropped", _dropped_messages)
+            return False
+        _queued_messages += 1
+        return True
+
+
 def _dispatch(msg):
+    global generation, _queued_messages
+    generation += 1  # what Go sends may follow a change: snapshots taken before are stale
     t = msg.get("t")
+    if t == "msg":
+        with _queue_lock:
+            _queued_messages -= 1
     if t == "req":
         task = loop.create_task(_serve_request(msg))
         _tasks.add(task)
@@ -272,6 +301,8 @@ def _reader():
                 if slot is not None:
                     slot[1] = msg
                     slot[0].set()
+                continue
+            if msg.get("t") == "msg" and not _admit_message():
                 continue
             loop.call_soon_threadsafe(_dispatch, msg)
     except Exception:

@@ -42,6 +42,11 @@ def _in_thread(fn, *args, **kwargs):
             fut.set_exception(value)
 
     def run():
+        # code written for distributed's event loop thread finds the host's
+        # loop (IOLoop.current(), asyncio.get_event_loop()); only its
+        # thread-safe calls (add_callback, call_soon_threadsafe) are safe
+        # from here
+        asyncio.set_event_loop(host.loop)
         try:
             r = fn(*args, **kwargs)
         except BaseException as e:  # noqa: B036 - delivered to the caller

@@ -8,9 +8,10 @@ the Scheduler. Three kinds of members:
   status, memory, get_task_stream, get_logs, bandwidth figures. A snapshot
   is one call to Go, which copies the engine's state under its lock
   (scheduler.State.DumpState) and encodes it outside it; it is reused for
-  SNAPSHOT_TTL seconds, so a loop over ``tasks`` reads one copy, and it is
-  never written back: setting a TaskState's attribute changes nothing in the
-  scheduler;
+  SNAPSHOT_TTL seconds unless Go sent the host anything since (so a loop
+  over ``tasks`` reads one copy, and a new run_on_scheduler call reads a
+  new one), and it is never written back: setting a TaskState's attribute
+  changes nothing in the scheduler;
 - kept here: plugins, extensions, handlers, stream_handlers,
   periodic_callbacks, loop, and any attribute code sets on the object;
 - sent to Go: log_event, retire_workers, close, register_worker_plugin /
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Mapping
 
 import host
 
@@ -117,18 +119,44 @@ class TaskGroup:
 
 
 class TaskState:
-    """A task as the engine held it at the snapshot (read-only in effect)."""
+    """A task as the engine held it at the snapshot (read-only in effect).
+    Made when first looked up; its dependencies, dependents and workers are
+    resolved when read."""
 
     __slots__ = (
         "key", "state", "nbytes", "priority", "group", "prefix", "annotations",
-        "dependencies", "dependents", "who_has", "processing_on", "who_wants",
         "exception_text", "traceback_text", "exception", "traceback",
-        "exception_blame", "retries", "suspicious", "span_id", "run_id",
-        "erred_on", "actor", "__weakref__",
+        "run_id", "retries", "erred_on", "exception_blame", "suspicious", "span_id",
+        "actor", "who_wants", "_view", "_row", "__weakref__",
     )
 
-    def __init__(self, key):
-        self.key = key
+    def __init__(self, view, row):
+        self._view, self._row = view, row
+        (self.key, self.state, self.nbytes, gname, pname, _, _, _, annotations,
+         self.exception_text, self.traceback_text, self.priority, self.run_id, self.retries,
+         self.erred_on, self.exception, self.traceback) = row
+        self.group = view.group(gname, pname)
+        self.prefix = self.group.prefix
+        self.annotations = annotations or {}
+        self.exception_blame = self.span_id = None
+        self.suspicious, self.actor, self.who_wants = 0, False, set()
+
+    @property
+    def dependencies(self):
+        return {self._view.at(i) for i in self._row[5]}
+
+    @property
+    def dependents(self):
+        return self._view.dependents_of(self.key)
+
+    @property
+    def who_has(self):
+        return {self._view.worker(i) for i in self._row[6]}
+
+    @property
+    def processing_on(self):
+        i = self._row[7]
+        return self._view.worker(i) if i is not None and i >= 0 else None
 
     @property
     def group_key(self):
@@ -197,6 +225,9 @@ class WorkerState:
     def __hash__(self):
         return hash(self.address)
 
+    def __eq__(self, other):
+        return getattr(other, "address", other) == self.address
+
     def __repr__(self):
         return f"<WorkerState {self.address!r}, name: {self.name}, status: {getattr(self.status, 'name', self.status)}>"
 
@@ -228,50 +259,105 @@ def _memory_state(m):
 
 class _Snapshot:
     """One part of the engine's state as Go copied it, reused for
-    SNAPSHOT_TTL seconds."""
+    SNAPSHOT_TTL seconds and until Go sends the host anything (a request or
+    an event may follow a change the copy does not have)."""
 
     def __init__(self, part, build):
         self.part, self.build = part, build
         self.lock = threading.Lock()
-        self.value, self.at = None, 0.0
+        self.value, self.at, self.gen = None, 0.0, -1
 
     def get(self):
         with self.lock:
             now = time.monotonic()
-            if self.value is None or now - self.at > SNAPSHOT_TTL:
+            if self.value is None or self.gen != host.generation or now - self.at > SNAPSHOT_TTL:
+                gen = host.generation
                 self.value = self.build(host.call_go("snapshot", part=self.part))
-                self.at = time.monotonic()
+                self.at, self.gen = time.monotonic(), gen
             return self.value
 
 
-def _build_tasks(snap):
-    workers = snap.get("workers") or []
-    wstates = {}
-    rows = snap.get("tasks") or []
-    tasks, order = {}, []
-    for r in rows:
-        ts = TaskState(r[0])
-        tasks[r[0]] = ts
-        order.append(ts)
-    groups = {}
-    for ts, r in zip(order, rows):
-        (_, ts.state, ts.nbytes, gname, pname, deps, who_has, proc, ts.annotations,
-         ts.exception_text, ts.traceback_text, ts.priority, ts.run_id, ts.retries, ts.erred_on) = r
-        g = groups.get(gname)
+class WorkerRef:
+    """A worker named by a task (who_has, processing_on): its address, and
+    the rest read from dask_scheduler.workers when asked for. Equal to the
+    WorkerState of the same address."""
+
+    __slots__ = ("address",)
+
+    def __init__(self, address):
+        self.address = address
+
+    def __getattr__(self, name):
+        ws = host.scheduler.workers.get(self.address)
+        if ws is None:
+            raise AttributeError(f"worker {self.address} is gone; no {name!r}")
+        return getattr(ws, name)
+
+    def __eq__(self, other):
+        return getattr(other, "address", other) == self.address
+
+    def __hash__(self):
+        return hash(self.address)
+
+    def __repr__(self):
+        return f"<WorkerState {self.address!r}>"
+
+
+def _ref(refs, address):
+    r = refs.get(address)
+    if r is None:
+        r = refs[address] = WorkerRef(address)
+    return r
+
+
+class TaskView(Mapping):
+    """dask_scheduler.tasks: key -> TaskState over one snapshot's rows.
+    len, iteration and membership read the keys only; a TaskState is made
+    when looked up (100k tasks: len() costs the decode, not 100k objects)."""
+
+    def __init__(self, snap):
+        self._rows = snap.get("tasks") or []
+        self._workers = snap.get("workers") or []
+        self._index = {r[0]: i for i, r in enumerate(self._rows)}
+        self._objs = [None] * len(self._rows)
+        self._groups, self._refs = {}, {}
+        self._dependents = None
+
+    def __len__(self):
+        return len(self._rows)
+
+    def __iter__(self):
+        return iter(self._index)
+
+    def __contains__(self, key):
+        return key in self._index
+
+    def __getitem__(self, key):
+        return self.at(self._index[key])
+
+    def at(self, i):
+        ts = self._objs[i]
+        if ts is None:
+            ts = self._objs[i] = TaskState(self, self._rows[i])
+        return ts
+
+    def group(self, name, prefix):
+        g = self._groups.get(name)
         if g is None:
-            g = groups[gname] = TaskGroup(gname, TaskPrefix(pname))
-        ts.group, ts.prefix = g, g.prefix
-        ts.dependencies = {order[i] for i in deps}
-        ts.dependents = set()
-        ts.who_has = {wstates.setdefault(workers[i], workers[i]) for i in who_has}
-        ts.processing_on = workers[proc] if proc is not None and proc >= 0 else None
-        ts.exception = ts.traceback = ts.exception_blame = None
-        ts.suspicious, ts.span_id, ts.actor, ts.who_wants = 0, None, False, set()
-        ts.annotations = ts.annotations or {}
-    for ts in order:
-        for d in ts.dependencies:
-            d.dependents.add(ts)
-    return tasks
+            g = self._groups[name] = TaskGroup(name, TaskPrefix(prefix))
+        return g
+
+    def worker(self, i):
+        return _ref(self._refs, self._workers[i])
+
+    def dependents_of(self, key):
+        if self._dependents is None:
+            deps = {}
+            for i, r in enumerate(self._rows):
+                for j in r[5]:
+                    deps.setdefault(j, []).append(i)
+            self._dependents = deps
+        return {self.at(i) for i in self._dependents.get(self._index[key], ())}
 
 
 class HostScheduler:
@@ -284,7 +370,7 @@ class HostScheduler:
         d["plugins"] = {}
         d["extensions"] = {}
         d["periodic_callbacks"] = {}
-        d["_tasks"] = _Snapshot("tasks", _build_tasks)
+        d["_tasks"] = _Snapshot("tasks", TaskView)
         d["_workers"] = _Snapshot("workers", self._build_workers)
         d["_clients"] = _Snapshot("clients", self._build_clients)
         d["_info"] = _Snapshot("info", lambda s: s)

@@ -31,6 +31,22 @@ async def sleep(msg):
 @host.request("crash")
 async def crash(msg):
     os._exit(3)
+
+handled = 0
+
+@host.message("block")
+def block(msg):
+    import time
+    time.sleep(1)
+
+@host.message("count")
+def count(msg):
+    global handled
+    handled += 1
+
+@host.request("stats")
+async def stats(msg):
+    return {"handled": handled, "dropped": host._dropped_messages}
 `
 
 func startTestHost(t *testing.T) *Host {
@@ -107,9 +123,58 @@ func TestHostCrashFailsInflightAndRestarts(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "exit status 3") {
 		t.Fatalf("crash answered %v, want exit status 3", err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(exits) != 2 {
-		t.Fatalf("exit hook ran %d times: %v", len(exits), exits)
+	// the hook runs after the calls in flight have failed
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		n := len(exits)
+		mu.Unlock()
+		if n == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("exit hook ran %d times: %v", n, exits)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestHostMessagesAreBounded: one-way messages to a host whose loop is
+// stuck are queued up to a bound, then dropped and counted, on either
+// side; none is lost without being counted, and the host answers after.
+func TestHostMessagesAreBounded(t *testing.T) {
+	h := startTestHost(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := h.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h.Post("block", nil)
+	const n = 25000
+	refused := 0
+	for range n {
+		if !h.Post("count", nil) {
+			refused++
+		}
+	}
+	var ans *protocol.Map
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var err error
+		if ans, err = h.Call(ctx, "stats", nil); err != nil {
+			t.Fatal(err)
+		}
+		handled, _ := ans.Get("handled").(int64)
+		dropped, _ := ans.Get("dropped").(int64)
+		if int(handled+dropped)+refused == n {
+			if handled > 10000+maxPosts || dropped+int64(refused) == 0 {
+				t.Fatalf("handled %d, dropped %d in the host and %d in Go: no bound", handled, dropped, refused)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("handled %d + dropped %d + refused %d != %d", handled, dropped, refused, n)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -115,13 +115,7 @@ func (c *Config) setDefaults() {
 	}
 }
 
-// Restart backoff: a helper that dies within minUptime of its start waits
-// before the next start, doubling up to maxBackoff, so a broken environment
-// does not spin.
 const (
-	minUptime   = 5 * time.Second
-	minBackoff  = 100 * time.Millisecond
-	maxBackoff  = 10 * time.Second
 	exitGrace   = 5 * time.Second // from stdout EOF to SIGKILL
 	resultsSize = 64
 )
@@ -133,6 +127,11 @@ type Materializer struct {
 	log     zerolog.Logger
 	results chan scheduler.Stimulus
 	ownsOut bool
+
+	// sup runs the helper process (proc_supervise.go): eager, it starts
+	// the next helper as soon as one exits; the session is the
+	// incarnation (materializer_proc.go)
+	sup supervisor
 
 	mu       sync.Mutex
 	queue    []*job        // submitted, not yet taken by a writer
@@ -148,8 +147,7 @@ type Materializer struct {
 	answers                                         int64 // graph answers, for the idle recycle
 	idleTimer                                       *time.Timer
 
-	done   chan struct{} // closed by Close
-	exited chan struct{} // closed when the supervisor has returned
+	done chan struct{} // closed by Close
 }
 
 // job is one request on its way through a helper.
@@ -181,20 +179,16 @@ func Start(ctx context.Context, cfg Config) (*Materializer, error) {
 		results: cfg.Results,
 		wake:    make(chan struct{}, 1),
 		done:    make(chan struct{}),
-		exited:  make(chan struct{}),
 	}
 	if m.results == nil {
 		m.results = make(chan scheduler.Stimulus, resultsSize)
 		m.ownsOut = true
 	}
-	inc, err := m.spawn(ctx)
-	if err != nil {
+	m.sup = supervisor{spec: m.procSpec(), startTimeout: cfg.StartTimeout, open: m.open,
+		eager: true, onExit: m.exited, onStartFailed: m.failQueued}
+	if _, err := m.sup.get(ctx); err != nil {
 		return nil, err
 	}
-	m.mu.Lock()
-	m.cur = inc
-	m.mu.Unlock()
-	go m.supervise(inc)
 	return m, nil
 }
 
@@ -263,14 +257,12 @@ func (m *Materializer) PID() int {
 // result. Close is idempotent.
 func (m *Materializer) Close() error {
 	m.mu.Lock()
-	if !m.closed {
+	first := !m.closed
+	if first {
 		m.closed = true
 		close(m.done)
 		if m.idleTimer != nil {
 			m.idleTimer.Stop()
-		}
-		if m.cur != nil {
-			_ = m.cur.stdin.Close()
 		}
 		for _, j := range m.queue {
 			if j.versions != nil {
@@ -280,91 +272,20 @@ func (m *Materializer) Close() error {
 		m.queue = nil
 	}
 	m.mu.Unlock()
-	t := time.NewTimer(m.cfg.StopGrace)
-	defer t.Stop()
-	select {
-	case <-m.exited:
-		return nil
-	case <-t.C:
+	m.sup.close(m.cfg.StopGrace)
+	if first && m.ownsOut {
+		close(m.results)
 	}
-	m.mu.Lock()
-	if m.cur != nil {
-		m.cur.kill("closed while busy")
-	}
-	m.mu.Unlock()
-	<-m.exited
 	return nil
 }
 
-// supervise owns the helper's lifecycle: it runs each incarnation to its
-// end, fails what that incarnation still owed, and starts the next.
-func (m *Materializer) supervise(inc *incarnation) {
-	defer func() {
-		if m.ownsOut {
-			close(m.results)
-		}
-		close(m.exited)
-	}()
-	backoff := minBackoff
-	for {
-		started := m.cfg.Now()
-		status := m.runIncarnation(inc)
-		m.failPending(inc, status)
-		if m.isClosed() {
-			return
-		}
-		retired := inc.isRetired()
-		if retired {
-			m.log.Info().Int("helper_pid", inc.pid).Str("status", status).Msg("materializer helper recycled for its memory")
-		} else {
-			m.log.Error().Int("helper_pid", inc.pid).Str("status", status).Msg("materializer helper exited; restarting it")
-		}
-		if retired || m.cfg.Now().Sub(started) >= minUptime {
-			backoff = minBackoff
-		} else if !m.sleep(backoff) {
-			return
-		} else {
-			backoff = min(2*backoff, maxBackoff)
-		}
-		var ok bool
-		if inc, ok = m.restart(&backoff); !ok {
-			return
-		}
+// exited logs a helper's exit; the supervisor then starts the next one.
+func (m *Materializer) exited(pid int, status string, planned bool) {
+	if planned {
+		m.log.Info().Int("helper_pid", pid).Str("status", status).Msg("materializer helper recycled for its memory")
+		return
 	}
-}
-
-// restart starts helpers until one comes up (true) or Close is called
-// (false). While none can start, queued requests fail instead of waiting.
-func (m *Materializer) restart(backoff *time.Duration) (*incarnation, bool) {
-	for {
-		inc, err := m.spawn(context.Background())
-		if err == nil {
-			if m.install(inc) {
-				return inc, true
-			}
-			m.runIncarnation(inc)
-			m.failPending(inc, "closed")
-			return nil, false
-		}
-		m.log.Error().Err(err).Msg("materializer helper restart")
-		m.failQueued(err)
-		if !m.sleep(*backoff) {
-			return nil, false
-		}
-		*backoff = min(2**backoff, maxBackoff)
-	}
-}
-
-// install makes inc the current helper unless Close came first.
-func (m *Materializer) install(inc *incarnation) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		_ = inc.stdin.Close()
-		return false
-	}
-	m.cur = inc
-	return true
+	m.log.Error().Int("helper_pid", pid).Str("status", status).Msg("materializer helper exited; restarting it")
 }
 
 func (m *Materializer) isClosed() bool {
@@ -372,18 +293,6 @@ func (m *Materializer) isClosed() bool {
 	case <-m.done:
 		return true
 	default:
-		return false
-	}
-}
-
-// sleep waits d unless Close comes first (then it returns false).
-func (m *Materializer) sleep(d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-m.done:
 		return false
 	}
 }

@@ -2,102 +2,85 @@ package compat
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"sync"
-	"time"
+	"sync/atomic"
 
 	"daskgo/protocol"
 )
 
-// incarnation is one run of the helper process. Its pending map is guarded
+// incarnation is one run of the helper process: a proc (proc_spawn.go:
+// spawn, kill, wait, the framed pipe's reads and writes) and what the
+// materializer binds to it. Its pending map and retiring flag are guarded
 // by Materializer.mu; the rest is set before its goroutines start.
 type incarnation struct {
-	cmd     *exec.Cmd
-	pid     int
-	stdin   io.WriteCloser
-	stdout  io.ReadCloser
-	stderr  *stderrLog
+	*proc
+	m       *Materializer
+	stop    chan struct{}  // closed by end: the writer returns
+	wg      sync.WaitGroup // the writer
 	pending map[int64]*job // written (or being written) to this process
 	// retiring: take no more requests; close stdin once pending is empty
 	// (helper_recycle.go). Guarded by Materializer.mu.
 	retiring bool
-	startRSS int64 // bytes, after the startup handshake; 0 if unknown
-
-	mu      sync.Mutex
-	reason  string // why Go killed the process, if it did
-	retired bool   // it exited because Go retired it
+	startRSS int64       // bytes, after the startup handshake; 0 if unknown
+	retired  atomic.Bool // it exited because Go retired it
 }
 
-// spawn starts a helper and completes its startup handshake (a versions
-// request), so that a broken interpreter or environment is reported here,
-// with the helper's last stderr lines, instead of as a failed graph later.
-func (m *Materializer) spawn(ctx context.Context) (*incarnation, error) {
-	cmd := exec.Command(m.cfg.Python, "-c", helperBootstrap)
-	cmd.Env = append(os.Environ(), m.cfg.Env...)
-	cmd.Env = append(cmd.Env, "DASKGO_MATERIALIZER_CHUNK="+strconv.Itoa(m.cfg.ChunkTasks))
-	// dask.order iterates sets: with ordering=python and for the check,
-	// the helper's priorities must come from the seed Go orders with
-	cmd.Env = append(cmd.Env, "PYTHONHASHSEED="+strconv.FormatUint(uint64(m.cfg.HashSeed), 10))
-	cmd.Dir = m.cfg.Dir
-	// WaitDelay bounds Wait if a grandchild keeps the stderr pipe open.
-	cmd.WaitDelay = exitGrace
-	stdin, err := cmd.StdinPipe()
+// procSpec is how a helper process starts (proc_spawn.go).
+func (m *Materializer) procSpec() procSpec {
+	return procSpec{
+		What: "materializer helper", PIDField: "helper_pid", Python: m.cfg.Python, Dir: m.cfg.Dir, Log: m.log,
+		Env: append(slices.Clone(m.cfg.Env),
+			"DASKGO_MATERIALIZER_CHUNK="+strconv.Itoa(m.cfg.ChunkTasks),
+			// dask.order iterates sets: with ordering=python and for the
+			// check, the helper's priorities must come from the seed Go
+			// orders with
+			"PYTHONHASHSEED="+strconv.FormatUint(uint64(m.cfg.HashSeed), 10)),
+		Sources: []pySource{{"helper_wire", helperWireScript}, {"materializer", materializerScript}},
+	}
+}
+
+// open completes a spawned helper's startup handshake (a versions
+// request), so that a broken interpreter or environment is reported at
+// start, with the helper's last stderr lines (supervisor.start), instead
+// of as a failed graph later; then the incarnation is the current helper.
+func (m *Materializer) open(p *proc) (session, error) {
+	inc := &incarnation{proc: p, m: m, pending: map[int64]*job{}, stop: make(chan struct{})}
+	versions, plugins, err := m.handshake(context.Background(), inc)
 	if err != nil {
-		return nil, fmt.Errorf("materializer helper stdin: %w", err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, fmt.Errorf("materializer helper stdout: %w", err)
-	}
-	errLog := &stderrLog{log: m.log}
-	cmd.Stderr = errLog
-	progR, progW, err := os.Pipe()
-	if err != nil {
-		return nil, fmt.Errorf("materializer helper program pipe: %w", err)
-	}
-	cmd.ExtraFiles = []*os.File{progR} // fd 3 in the helper
-	if err := cmd.Start(); err != nil {
-		progR.Close()
-		progW.Close()
-		return nil, fmt.Errorf("start materializer helper %q: %w", m.cfg.Python, err)
-	}
-	progR.Close()
-	// The sources go through a pipe, not argv: a 40 kB command line would
-	// fill every `ps` listing. The writer ends when the helper has read them
-	// or is gone (EPIPE); spawn joins it before returning.
-	progDone := make(chan struct{})
-	go func() {
-		defer close(progDone)
-		defer progW.Close()
-		_, _ = io.WriteString(progW, helperWireScript+"\x00"+materializerScript)
-	}()
-	defer func() { <-progDone }()
-	inc := &incarnation{
-		cmd: cmd, pid: cmd.Process.Pid, stdin: stdin, stdout: stdout,
-		stderr: errLog, pending: map[int64]*job{},
-	}
-	errLog.setPID(inc.pid)
-	versions, plugins, err := m.handshake(ctx, inc)
-	if err != nil {
-		inc.kill("startup failed")
-		status := inc.wait()
-		tail := errLog.tail()
-		return nil, fmt.Errorf("materializer helper %q (pid %d, %s) did not start: %w%s",
-			m.cfg.Python, inc.pid, status, err, tail)
+		return nil, err
 	}
 	inc.startRSS = processRSS(inc.pid)
 	m.mu.Lock()
 	m.versions = versions
 	m.plugins = plugins
+	m.cur = inc
 	m.mu.Unlock()
 	m.log.Debug().Int("helper_pid", inc.pid).Int64("rss", inc.startRSS).Msg("materializer helper started")
 	return inc, nil
+}
+
+// run serves the helper: one goroutine writes queued requests, this one
+// reads the answers until the helper's output ends.
+func (inc *incarnation) run() {
+	inc.wg.Add(1)
+	go func() {
+		defer inc.wg.Done()
+		inc.m.writeLoop(inc, inc.stop)
+	}()
+	inc.m.readLoop(inc)
+}
+
+// end stops the writer once the helper is reaped and fails every request
+// it had taken, naming status. A retired helper's exit is planned.
+func (inc *incarnation) end(status string) bool {
+	close(inc.stop)
+	_ = inc.stdin.Close()
+	inc.wg.Wait()
+	inc.m.failPending(inc, status)
+	return inc.isRetired()
 }
 
 // handshake asks for versions (and the worker plugins, which come with
@@ -119,7 +102,7 @@ func (m *Materializer) handshake(ctx context.Context, inc *incarnation) (version
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := protocol.WriteFrames(inc.stdin, frames); err != nil {
+	if err := inc.writeFrames(frames); err != nil {
 		return nil, nil, fmt.Errorf("write versions request: %w", err)
 	}
 	frames, err = protocol.ReadFrames(inc.stdout, m.cfg.Limits)
@@ -144,24 +127,6 @@ func (m *Materializer) handshake(ctx context.Context, inc *incarnation) (version
 	return a.versions, a.plugins, nil
 }
 
-// runIncarnation serves inc until its process is gone and returns its exit
-// status. The calling (supervisor) goroutine reads; one goroutine writes.
-func (m *Materializer) runIncarnation(inc *incarnation) string {
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		m.writeLoop(inc, stop)
-	}()
-	m.readLoop(inc)
-	status := inc.wait()
-	close(stop)
-	_ = inc.stdin.Close()
-	wg.Wait()
-	return status
-}
-
 // writeLoop takes queued requests in order, binds each to inc (pending)
 // before writing it, and writes it. A request whose write fails stays
 // pending and is failed when the process's exit is seen.
@@ -179,7 +144,7 @@ func (m *Materializer) writeLoop(inc *incarnation, stop <-chan struct{}) {
 			m.fail(j, fmt.Sprintf("cannot pass the request to the materializer: %v", err))
 			continue
 		}
-		if err := protocol.WriteFrames(inc.stdin, frames); err != nil {
+		if err := inc.writeFrames(frames); err != nil {
 			if !m.isClosed() {
 				inc.kill(fmt.Sprintf("request write failed: %v", err))
 			}
@@ -224,41 +189,14 @@ func (m *Materializer) encodeRequest(j *job) ([][]byte, error) {
 	return encodeMaterializeRequest(j.wireID, j.req.Msg, m.cfg.Ordering, m.cfg.CheckOrder)
 }
 
-// helperBootstrap is the helper's `python -c` text. It reads the two
-// sources from fd 3 (helper_wire.py NUL materializer.py), installs the first
-// as the module helper_wire (registered before it runs: dataclasses look
-// their module up), then runs the second as __main__.
-const helperBootstrap = `import os, sys, types
-with os.fdopen(3, "rb") as _f:
-    _wire_src, _main_src = _f.read().decode().split("\0", 1)
-_wire = types.ModuleType("helper_wire")
-sys.modules["helper_wire"] = _wire
-exec(compile(_wire_src, "helper_wire.py", "exec"), _wire.__dict__)
-del _f, _wire, _wire_src
-exec(compile(_main_src, "materializer.py", "exec"))
-`
-
-// readLoop reads responses until the helper's stdout closes. A response
-// that cannot be framed or decoded means the stream is lost: the helper is
-// killed, which fails everything it owed (never a hang).
+// readLoop reads responses until the helper's stdout closes; one that
+// cannot be framed or decoded kills the helper (proc.readMessages).
 func (m *Materializer) readLoop(inc *incarnation) {
-	for {
-		frames, err := protocol.ReadFrames(inc.stdout, m.cfg.Limits)
-		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) {
-				inc.kill(fmt.Sprintf("unreadable response: %v", err))
-			}
-			return
-		}
-		// task records are read in place (parseWireTasks); ReadFrames gives
-		// every message buffers of its own, as DecodeKeepingRaw requires
-		v, err := protocol.DecodeKeepingRaw(frames, "tasks")
-		if err != nil {
-			inc.kill(fmt.Sprintf("undecodable response: %v", err))
-			return
-		}
-		m.handleResponse(inc, v)
-	}
+	// task records are read in place (parseWireTasks); ReadFrames gives
+	// every message buffers of its own, as DecodeKeepingRaw requires
+	inc.readMessages(m.cfg.Limits, "response", func(frames [][]byte) (any, error) {
+		return protocol.DecodeKeepingRaw(frames, "tasks")
+	}, func(v any) { m.handleResponse(inc, v) })
 }
 
 // takePending empties inc's pending map, oldest request first. Caller
@@ -275,44 +213,4 @@ func (inc *incarnation) takePending() []*job {
 	}
 	clear(inc.pending)
 	return out
-}
-
-// kill SIGKILLs the process, remembering the first reason for the failure
-// text of the requests it owed.
-func (inc *incarnation) kill(reason string) {
-	inc.mu.Lock()
-	if inc.reason == "" {
-		inc.reason = reason
-	}
-	inc.mu.Unlock()
-	_ = inc.cmd.Process.Kill()
-}
-
-// wait reaps the process (SIGKILL if it lingers after closing stdout) and
-// describes how it ended, e.g. "signal: killed" or "exit status 2".
-func (inc *incarnation) wait() string {
-	done := make(chan error, 1)
-	go func() { done <- inc.cmd.Wait() }()
-	var err error
-	t := time.NewTimer(exitGrace)
-	select {
-	case err = <-done:
-	case <-t.C:
-		inc.kill("still running after closing its output")
-		err = <-done
-	}
-	t.Stop()
-	inc.stderr.flush()
-	status := "unknown status"
-	if ps := inc.cmd.ProcessState; ps != nil {
-		status = ps.String()
-	} else if err != nil {
-		status = err.Error()
-	}
-	inc.mu.Lock()
-	defer inc.mu.Unlock()
-	if inc.reason != "" {
-		status += "; " + inc.reason
-	}
-	return status
 }

@@ -22,9 +22,9 @@ func fakeMaterializer(t *testing.T, jobs ...*job) (*Materializer, *incarnation) 
 	cfg.setDefaults()
 	m := &Materializer{
 		cfg: cfg, log: cfg.Log, results: make(chan scheduler.Stimulus, 16),
-		done: make(chan struct{}), exited: make(chan struct{}),
+		done: make(chan struct{}),
 	}
-	inc := &incarnation{pending: map[int64]*job{}}
+	inc := &incarnation{proc: &proc{spec: &procSpec{What: "materializer helper", Log: cfg.Log}}, pending: map[int64]*job{}}
 	for _, j := range jobs {
 		inc.pending[j.wireID] = j
 	}

@@ -2,10 +2,7 @@ package compat
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"sync"
 	"time"
 
@@ -159,6 +156,10 @@ func (mp *msgPipe) enqueue(m *protocol.Map, isPost bool) error {
 	if isPost {
 		if mp.posts >= maxPosts {
 			mp.dropped++
+			if mp.dropped%1000 == 1 { // the host is behind: say so, not per message
+				mp.p.spec.Log.Warn().Int64("dropped", mp.dropped).Int("queued", mp.posts).
+					Msgf("the %s is not keeping up; one-way messages dropped", mp.p.spec.What)
+			}
 			return fmt.Errorf("%s: %d messages queued, message dropped", mp.p.spec.What, maxPosts)
 		}
 		mp.posts++
@@ -184,11 +185,7 @@ func (mp *msgPipe) writeLoop() {
 				mp.posts--
 				mp.mu.Unlock()
 			}
-			_ = mp.p.stdin.SetWriteDeadline(time.Now().Add(writeStall))
-			if err := protocol.WriteFrames(mp.p.stdin, o.frames); err != nil {
-				if errors.Is(err, os.ErrDeadlineExceeded) {
-					mp.p.kill(fmt.Sprintf("it took no input for %s", writeStall))
-				}
+			if err := mp.p.writeFrames(o.frames); err != nil {
 				return
 			}
 		}
@@ -200,26 +197,15 @@ func (mp *msgPipe) writeLoop() {
 	}
 }
 
-// readLoop reads what the process sends until its stdout closes. A
-// message that cannot be read means the stream is lost: the process is
-// killed, which fails everything it owed.
+// readLoop reads what the process sends until its stdout closes.
 func (mp *msgPipe) readLoop() {
-	for {
-		frames, err := protocol.ReadFrames(mp.p.stdout, mp.limits)
-		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) {
-				mp.p.kill(fmt.Sprintf("unreadable message: %v", err))
-			}
-			return
-		}
+	mp.p.readMessages(mp.limits, "message", func(frames [][]byte) (any, error) {
 		v, err := protocol.Decode(frames)
-		m, ok := v.(*protocol.Map)
-		if err != nil || !ok {
-			mp.p.kill(fmt.Sprintf("undecodable message: %v", err))
-			return
+		if _, ok := v.(*protocol.Map); err == nil && !ok {
+			err = fmt.Errorf("a message is %s, not a dict", truncate(protocol.String(v)))
 		}
-		mp.dispatch(m)
-	}
+		return v, err
+	}, func(v any) { mp.dispatch(v.(*protocol.Map)) })
 }
 
 func (mp *msgPipe) dispatch(m *protocol.Map) {

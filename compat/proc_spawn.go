@@ -2,6 +2,7 @@ package compat
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"daskgo/protocol"
 )
 
 // The supervised-process piece, part 1: starting a Python process and
@@ -43,8 +46,8 @@ type proc struct {
 	spec   *procSpec
 	cmd    *exec.Cmd
 	pid    int
-	stdin  *os.File // ours to write; os.Pipe, so that writes can take deadlines
-	stdout *os.File
+	stdin  io.WriteCloser // an *os.File from os.Pipe, so that writes can take deadlines
+	stdout io.ReadCloser
 	stderr *stderrLog
 
 	mu     sync.Mutex
@@ -63,7 +66,7 @@ for _r in _recs[:-1]:
     sys.modules[_n] = _m
     exec(compile(_t, _n + ".py", "exec"), _m.__dict__)
 _n, _t = _recs[-1].split("\n", 1)
-del _f, _recs, _r, _m
+del _f, _recs
 exec(compile(_t, _n + ".py", "exec"))
 `
 
@@ -148,7 +151,11 @@ func (p *proc) wait() string {
 		err = <-done
 	}
 	t.Stop()
-	closeAll(p.stdin, p.stdout)
+	for _, c := range []io.Closer{p.stdin, p.stdout} {
+		if c != nil {
+			_ = c.Close()
+		}
+	}
 	p.stderr.flush()
 	status := "unknown status"
 	if ps := p.cmd.ProcessState; ps != nil {
@@ -162,6 +169,43 @@ func (p *proc) wait() string {
 		status += "; " + p.reason
 	}
 	return status
+}
+
+// writeFrames writes one message to the process. A write the process takes
+// no byte of for writeStall kills it: a process that stopped reading is as
+// good as dead, and its callers learn so from its exit.
+func (p *proc) writeFrames(frames [][]byte) error {
+	if d, ok := p.stdin.(interface{ SetWriteDeadline(time.Time) error }); ok {
+		_ = d.SetWriteDeadline(time.Now().Add(writeStall))
+	}
+	err := protocol.WriteFrames(p.stdin, frames)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		p.kill(fmt.Sprintf("it took no input for %s", writeStall))
+	}
+	return err
+}
+
+// readMessages reads framed messages from the process until its stdout
+// closes, decoding each with decode and handing it to handle. A message
+// that cannot be read or decoded means the stream is lost: the process is
+// killed (what reason says, with the error), which fails everything it
+// owed: never a hang.
+func (p *proc) readMessages(lim protocol.Limits, reason string, decode func([][]byte) (any, error), handle func(any)) {
+	for {
+		frames, err := protocol.ReadFrames(p.stdout, lim)
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) {
+				p.kill(fmt.Sprintf("unreadable %s: %v", reason, err))
+			}
+			return
+		}
+		v, err := decode(frames)
+		if err != nil {
+			p.kill(fmt.Sprintf("undecodable %s: %v", reason, err))
+			return
+		}
+		handle(v)
+	}
 }
 
 // stderrLog turns a process's stderr into log lines (with its pid field)

@@ -206,6 +206,10 @@ func (s *State) WorkerIdentity(ws *WorkerState) *protocol.Map {
 	return m
 }
 
+// Bandwidth is Scheduler.bandwidth: the cluster's estimate of bytes/s
+// between workers, as the workers' heartbeats have moved it.
+func (s *State) Bandwidth() float64 { return s.bandwidth }
+
 // Identity mirrors Scheduler.identity(n_workers): nWorkers < 0 lists all.
 func (s *State) Identity(nWorkers int) *protocol.Map {
 	workers := &protocol.Map{}

@@ -83,6 +83,7 @@ type TaskRare struct {
 	Blame                                Ref // exception_blame, when HasBlame
 	HasBlame                             bool
 	ExceptionText, TracebackText         string
+	Exception, Traceback                 any // as the worker sent them, opaque and shared: read only
 	Metadata                             any // the worker's, opaque
 }
 
@@ -146,6 +147,39 @@ func (s *State) DumpState() *ClusterDump {
 	d := &ClusterDump{At: s.unixNow(), Identity: s.Identity(-1), TransitionCounter: s.log.total,
 		Memory: s.Memory(), Stealing: s.StealStats(), AMMRunning: s.ammRunning,
 		Log: s.log.entries()}
+	s.dumpTasks(d)
+	for name, t := range s.broker.topics {
+		d.Topics = append(d.Topics, TopicDump{Name: name, Events: t.ordered()})
+	}
+	return d
+}
+
+// DumpTasks copies what DumpState does of the tasks, workers and clients,
+// without the transition log, the events and the identity: the scheduler
+// side's view for the Python host (dask_scheduler.tasks).
+func (s *State) DumpTasks() *ClusterDump {
+	d := &ClusterDump{At: s.unixNow()}
+	s.dumpTasks(d)
+	return d
+}
+
+// DumpPeers copies the workers and clients only (their has_what,
+// processing and wants_what as references): dask_scheduler.workers and
+// clients, at a cost that does not grow with the tasks the workers do not
+// hold.
+func (s *State) DumpPeers() *ClusterDump {
+	d := &ClusterDump{At: s.unixNow()}
+	for _, ws := range s.workerOrder.Items() {
+		d.Workers = append(d.Workers, s.dumpWorker(d, ws))
+	}
+	for _, cs := range s.clientOrder.Items() {
+		d.Clients = append(d.Clients, ClientDump{ID: cs.ID, LastSeen: unixSeconds(cs.lastSeen),
+			WantsWhat: d.refs(cs.wantsWhat.Items())})
+	}
+	return d
+}
+
+func (s *State) dumpTasks(d *ClusterDump) {
 	nRefs, nNames, nRare := 0, 0, 0
 	for _, ts := range s.tasks.all() {
 		nRefs += ts.dependencies.Len() + ts.dependents.Len() + ts.waiters.Len() + ts.waitingOn.Len()
@@ -181,10 +215,6 @@ func (s *State) DumpState() *ClusterDump {
 		d.Clients = append(d.Clients, ClientDump{ID: cs.ID, LastSeen: unixSeconds(cs.lastSeen),
 			WantsWhat: d.refs(cs.wantsWhat.Items())})
 	}
-	for name, t := range s.broker.topics {
-		d.Topics = append(d.Topics, TopicDump{Name: name, Events: t.ordered()})
-	}
-	return d
 }
 
 func (d *ClusterDump) task(ts *TaskState, groups map[*TaskGroup]int32, workers map[*WorkerState]int32) TaskDump {
@@ -214,7 +244,8 @@ func rareOf(ts *TaskState) TaskRare {
 	r := TaskRare{Retries: x.retries, Suspicious: x.suspicious, ErredOn: slices.Clone(x.erredOn),
 		WorkerRestrictions: slices.Clone(x.workerRestrictions), HostRestrictions: slices.Clone(x.hostRestrictions),
 		ResourceRestrictions: maps.Clone(x.resourceRestrictions), Loose: x.looseRestrictions,
-		ExceptionText: x.exceptionText, TracebackText: x.tracebackText, Metadata: x.metadata}
+		ExceptionText: x.exceptionText, TracebackText: x.tracebackText, Metadata: x.metadata,
+		Exception: x.exception, Traceback: x.traceback}
 	if b := ts.exceptionBlame; b != nil {
 		r.Blame, r.HasBlame = Ref{b.Key, b.state}, true
 	}

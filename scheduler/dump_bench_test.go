@@ -35,3 +35,24 @@ func BenchmarkDumpState(b *testing.B) {
 		_ = s.DumpState()
 	}
 }
+
+// BenchmarkDumpTasks: the host's copy of a 100k-task engine
+// (dask_scheduler.tasks): DumpState without the log and the events.
+func BenchmarkDumpTasks(b *testing.B) {
+	s := stuckGraph(b, 100_000)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		_ = s.DumpTasks()
+	}
+}
+
+// BenchmarkDumpPeers: dask_scheduler.workers beside 100k tasks.
+func BenchmarkDumpPeers(b *testing.B) {
+	s := stuckGraph(b, 100_000)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		_ = s.DumpPeers()
+	}
+}

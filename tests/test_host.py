@@ -56,7 +56,9 @@ def test_run_on_scheduler_reads_tasks_and_workers(cluster):
             return {
                 "n_mine": sum(1 for k in ts if str(k).startswith("inc-")),
                 "state": one.state,
-                "who_has": sorted(w.address if hasattr(w, "address") else w for w in one.who_has),
+                "who_has": sorted(w.address for w in one.who_has),
+                "who_has_names": sorted(w.name for w in one.who_has),
+                "holder_in_workers": all(w in ws.values() for w in one.who_has),
                 "prefix": one.prefix.name,
                 "workers": sorted(ws),
                 "names": sorted(w.name for w in ws.values()),
@@ -71,6 +73,8 @@ def test_run_on_scheduler_reads_tasks_and_workers(cluster):
         assert got["n_mine"] == 50
         assert got["state"] == "memory"
         assert got["who_has"] and set(got["who_has"]) <= set(info["workers"])
+        assert set(got["who_has_names"]) <= {"w0", "w1"}
+        assert got["holder_in_workers"]
         assert got["prefix"] == "inc"
         assert got["workers"] == sorted(info["workers"])
         assert got["names"] == ["w0", "w1"]
@@ -88,10 +92,6 @@ def test_run_on_scheduler_plain_value_and_args(cluster):
         assert c.run_on_scheduler(lambda a, b=2: a * b, 5, b=3) == 15
 
 
-class Boom(ValueError):
-    pass
-
-
 def test_run_on_scheduler_exception_returned(cluster):
     def fail():
         raise ValueError("nope from the scheduler")
@@ -107,8 +107,18 @@ def test_run_on_scheduler_async(cluster):
         await asyncio.sleep(0.05)
         return x, len(dask_scheduler.workers)
 
+    async def later(dask_scheduler=None):
+        await asyncio.sleep(0.2)
+        dask_scheduler.later_ran = True
+
     with client(cluster) as c:
         assert c.run_on_scheduler(co, 7) == (7, 2)
+        # wait=False: started, None returned at once, left running
+        assert c.run_on_scheduler(later, wait=False) is None
+        wait_for(lambda: c.run_on_scheduler(lambda dask_scheduler: getattr(dask_scheduler, "later_ran", None)),
+                 10, "the coroutine started with wait=False")
+        with pytest.raises(AssertionError, match="Combination not supported"):
+            c.run_on_scheduler(lambda: 1, wait=False)
 
 
 def test_sleeping_function_holds_only_its_caller(cluster):
@@ -219,3 +229,181 @@ def test_forwarded_stream_handler(cluster):
         assert sorted(x for _, x in seen) == [0, 1, 2]
         assert {cid for cid, _ in seen} == {c.id}
         assert c.submit(sum, [1, 1]).result(timeout=30) == 2
+
+
+def test_dask_scheduler_members_served_by_go(cluster):
+    """log_event reaches the scheduler's event log, get_task_stream and
+    get_logs read the scheduler's, loop.add_callback runs on the host's loop
+    from a run_on_scheduler thread, memory and identity read as distributed's."""
+    with client(cluster) as c:
+        # the task stream records from its first read on, as distributed's
+        # TaskStreamPlugin, added by the first get_task_stream
+        c.run_on_scheduler(lambda dask_scheduler: dask_scheduler.get_task_stream())
+        assert c.submit(sum, [4, 5], key="summed").result(timeout=30) == 9
+
+        def use(dask_scheduler):
+            import threading as th
+
+            dask_scheduler.log_event("host-topic", {"hello": 1})
+            stream = dask_scheduler.get_task_stream()
+            logs = dask_scheduler.get_logs()
+            ran = th.Event()
+            dask_scheduler.loop.add_callback(ran.set)
+            return {
+                "stream_keys": [r["key"] for r in stream],
+                "n_logs": len(logs),
+                "callback_ran": ran.wait(10),
+                "memory_type": type(dask_scheduler.memory).__name__,
+                "identity_type": dask_scheduler.identity()["type"],
+                "status": dask_scheduler.status.name,
+                "total_nthreads": dask_scheduler.total_nthreads,
+                "bandwidth": dask_scheduler.bandwidth,
+                "managed": dask_scheduler.memory.managed,
+            }
+
+        got = c.run_on_scheduler(use)
+        assert "summed" in got["stream_keys"]
+        assert got["n_logs"] > 0
+        assert got["callback_ran"] is True
+        assert got["memory_type"] == "MemoryState"
+        assert got["identity_type"] == "Scheduler"
+        assert got["status"] == "running"
+        assert got["total_nthreads"] == 2
+        assert got["bandwidth"] > 0
+        assert got["managed"] >= 0
+        events = wait_for(lambda: c.get_events("host-topic") or None, 10, "the host's event")
+        assert events[0][1] == {"hello": 1}
+
+
+def test_retire_workers_from_the_host(tmp_path):
+    """await dask_scheduler.retire_workers(...) in a coroutine function
+    retires the worker through the scheduler, keeping its data."""
+    sched = GoScheduler(tmp_path).start()
+    workers = Workers(tmp_path)
+    try:
+        workers.start(sched.address, "r0")
+        workers.start(sched.address, "r1")
+        with Client(sched.address, timeout=60) as c:
+            c.wait_for_workers(2, timeout=120)
+            futs = c.map(lambda x: x + 100, range(20))
+            assert c.gather(futs) == list(range(100, 120))
+            victim = next(a for a, w in c.scheduler_info()["workers"].items() if w["name"] == "r0")
+
+            async def retire(addr, dask_scheduler=None):
+                return await dask_scheduler.retire_workers(workers=[addr])
+
+            out = c.run_on_scheduler(retire, victim)
+            assert victim in out
+            wait_for(lambda: len(c.scheduler_info()["workers"]) == 1 or None, 30, "one worker left")
+            assert c.gather(futs) == list(range(100, 120))
+    finally:
+        workers.stop()
+        sched.stop()
+
+
+def test_erred_task_seen_from_the_host(cluster):
+    def bad(x):
+        raise ZeroDivisionError(f"bad {x}")
+
+    with client(cluster) as c:
+        f = c.submit(bad, 1, key="bad-one")
+        with pytest.raises(ZeroDivisionError):
+            f.result(timeout=30)
+
+        def look(dask_scheduler):
+            ts = dask_scheduler.tasks["bad-one"]
+            return ts.state, ts.exception_text, ts.exception is not None, "bad" in (ts.traceback_text or "")
+
+        state, text, has_exc, tb = c.run_on_scheduler(look)
+        assert state == "erred"
+        assert "bad 1" in text
+        assert has_exc and tb
+
+
+def test_task_graph_seen_from_the_host(cluster):
+    with client(cluster) as c:
+        a = c.submit(lambda: 1, key="dep-a")
+        b = c.submit(lambda x: x + 1, a, key="dep-b")
+        d = c.submit(lambda x, y: x + y, a, b, key="dep-c")
+        assert d.result(timeout=30) == 3
+
+        def look(dask_scheduler):
+            t = dask_scheduler.tasks
+            ta, tb, tc = t["dep-a"], t["dep-b"], t["dep-c"]
+            held = {ts.key for ws in dask_scheduler.workers.values() for ts in ws.has_what}
+            return (
+                {x.key for x in tb.dependencies}, {x.key for x in ta.dependents},
+                {x.key for x in tc.dependencies}, tc.prefix.name, tc.group_key,
+                {"dep-a", "dep-b", "dep-c"} <= held, len(t) == len(list(t)),
+            )
+
+        deps_b, dependents_a, deps_c, prefix, group, held, n = c.run_on_scheduler(look)
+        assert deps_b == {"dep-a"}
+        assert dependents_a == {"dep-b", "dep-c"}
+        assert deps_c == {"dep-a", "dep-b"}
+        from dask.utils import key_split
+
+        assert prefix == key_split("dep-c") and group == "dep-c"
+        assert held and n
+
+
+def test_periodic_callback_on_the_host_loop(cluster):
+    """A run_on_scheduler function (in a thread of its own) finds the host's
+    loop as IOLoop.current() and starts a PeriodicCallback on it through
+    add_callback, as code written for distributed's loop does."""
+
+    def setup(dask_scheduler):
+        from tornado.ioloop import IOLoop, PeriodicCallback
+
+        dask_scheduler.ticks = 0
+
+        def tick():
+            dask_scheduler.ticks += 1
+
+        pc = PeriodicCallback(tick, 20)
+        dask_scheduler.periodic_callbacks["test-ticks"] = pc
+        IOLoop.current().add_callback(pc.start)
+        return IOLoop.current() is dask_scheduler.loop
+
+    with client(cluster) as c:
+        assert c.run_on_scheduler(setup) is True
+        wait_for(lambda: c.run_on_scheduler(lambda dask_scheduler: dask_scheduler.ticks) >= 5 or None, 10,
+                 "ticks of the periodic callback")
+        c.run_on_scheduler(lambda dask_scheduler: dask_scheduler.loop.add_callback(
+            dask_scheduler.periodic_callbacks.pop("test-ticks").stop))
+
+
+def test_forwarded_handler_values_and_errors(cluster):
+    """A forwarded op's arguments and reply carry what distributed's comms
+    carry (msgpack values, Serialize-d objects), and a handler that raises
+    raises in the caller, as Server._handle_comm's uncaught-error does."""
+
+    def install(dask_scheduler):
+        def echo(comm, **kw):
+            return {"got": kw, "tuple": (1, "a"), "bytes": b"\x00\x01", "none": None, "big": 2**62}
+
+        def fail(x):
+            raise KeyError(f"no such thing {x}")
+
+        dask_scheduler.handlers["my_echo"] = echo
+        dask_scheduler.handlers["my_fail"] = fail
+
+    with client(cluster) as c:
+        c.run_on_scheduler(install)
+
+        async def call():
+            return await c.scheduler.my_echo(a=1, b=[1.5, "x"], c={"k": None})
+
+        out = c.sync(call)
+        # msgpack lists arrive as tuples, as in distributed (use_list=False)
+        assert out["got"] == {"a": 1, "b": (1.5, "x"), "c": {"k": None}}
+        assert tuple(out["tuple"]) == (1, "a") and out["bytes"] == b"\x00\x01"
+        assert out["none"] is None and out["big"] == 2**62
+
+        async def bad():
+            return await c.scheduler.my_fail(x=3)
+
+        with pytest.raises(KeyError, match="no such thing 3"):
+            c.sync(bad)
+        # the host is still there, with its handlers
+        assert c.sync(call)["big"] == 2**62

@@ -118,6 +118,14 @@
 //     ending with its sample or collection, or with the server.
 //   - terminate starts Shutdown on a goroutine of its own, so that the RPC
 //     can answer before the server it runs in stops.
+//   - The scheduler-side Python host (compat.Host, host.go): none until the
+//     first call that needs it; then per host process the goroutine that
+//     serves it and its pipe's writer, and one goroutine per call the host
+//     makes to Go (snapshot, rpc, close), all owned by the Host and joined
+//     by Shutdown (Host.Close). A call to the host (run_function, a
+//     forwarded op) waits on its RPC's goroutine, never under loop.mu; the
+//     host's calls enter the engine as any RPC does (loop.query,
+//     submitWait), and a stream op for the host is posted, never waited for.
 //   - The hook pump (hooks.go, pumpHooks; goRun): takes the scheduler
 //     plugin events that engine lock holders queued (hookQueue.push, a
 //     leaf lock, never waiting) and calls the Python host with them, one

@@ -11,8 +11,10 @@ import (
 
 // hostSnapshot answers the host's "snapshot" call: the part of the
 // engine's state that dask_scheduler reads (compat/host_scheduler.py),
-// as of now. The engine's lock is held only for State.DumpState (the
-// cluster dump's copy: a few flat arrays; milliseconds at 100k tasks); the
+// as of now. The engine's lock is held only for the copy: State.DumpTasks
+// (the cluster dump's copy of the tasks, a few flat arrays: tens of
+// milliseconds at 100k tasks, scripts/bench/results/host/) or, for
+// workers and clients, State.DumpPeers (no task but those they hold); the
 // rows are built and encoded outside it, on the host's service goroutine.
 //
 // Parts:
@@ -20,7 +22,8 @@ import (
 //	tasks    {"tasks": [[key, state, nbytes, group, prefix, [dep index...],
 //	          [who_has index...], processing_on index or None, annotations,
 //	          exception_text, traceback_text, priority, run_id, retries,
-//	          erred_on], ...], "workers": [address...]} (indices into
+//	          erred_on, exception, traceback], ...], "workers": [address...]}
+//	          (exception and traceback as the worker sent them; indices into
 //	          "tasks" and "workers")
 //	workers  {"workers": [{address, name, nthreads, memory_limit, metrics,
 //	          status, has_what, processing, ...}]}
@@ -30,14 +33,16 @@ func (s *Server) hostSnapshot(ctx context.Context, args *protocol.Map) (any, err
 	part, _ := args.Get("part").(string)
 	var d *scheduler.ClusterDump
 	var info *protocol.Map
-	var bandwidth float64
 	start := time.Now()
 	err := s.loop.query(ctx, func(st *scheduler.State) {
-		if part == "info" {
-			info = st.Identity(0)
-			return
+		switch part {
+		case "info":
+			info = snapshotInfo(st)
+		case "tasks":
+			d = st.DumpTasks()
+		default:
+			d = st.DumpPeers()
 		}
-		d = st.DumpState()
 	})
 	if err != nil {
 		return nil, err
@@ -54,7 +59,7 @@ func (s *Server) hostSnapshot(ctx context.Context, args *protocol.Map) (any, err
 	case "clients":
 		return protocol.NewMap("clients", snapshotClients(d)), nil
 	case "info":
-		return s.snapshotInfo(info, bandwidth), nil
+		return info, nil
 	}
 	return nil, fmt.Errorf("snapshot: no part %q (tasks, workers, clients, info)", part)
 }
@@ -91,7 +96,7 @@ func snapshotTasks(d *scheduler.ClusterDump) *protocol.Map {
 			proc = int64(t.ProcessingOn)
 		}
 		g := d.Groups[t.Group]
-		var excText, tbText any
+		var excText, tbText, exc, tb any
 		var retries int64
 		var erredOn []any
 		if t.Rare >= 0 {
@@ -99,6 +104,7 @@ func snapshotTasks(d *scheduler.ClusterDump) *protocol.Map {
 			if r.ExceptionText != "" {
 				excText, tbText = r.ExceptionText, r.TracebackText
 			}
+			exc, tb = r.Exception, r.Traceback
 			retries = int64(r.Retries)
 			for _, w := range r.ErredOn {
 				erredOn = append(erredOn, w)
@@ -109,7 +115,7 @@ func snapshotTasks(d *scheduler.ClusterDump) *protocol.Map {
 			prio = []any{t.Priority[0], t.Priority[1], t.Priority[2]}
 		}
 		rows[i] = []any{t.Key, scheduler.StatusName(t.State), t.NBytes, g.Name, g.Prefix, di, wi, proc,
-			t.Annotations, excText, tbText, prio, t.RunID, retries, erredOn}
+			t.Annotations, excText, tbText, prio, t.RunID, retries, erredOn, exc, tb}
 	}
 	return protocol.NewMap("tasks", rows, "workers", workers)
 }
@@ -137,11 +143,17 @@ func snapshotClients(d *scheduler.ClusterDump) []any {
 	return out
 }
 
-func (s *Server) snapshotInfo(id *protocol.Map, bandwidth float64) *protocol.Map {
-	m := protocol.NewMap("address", id.Get("address"), "id", id.Get("id"), "status", "running",
+// snapshotInfo is what dask_scheduler reads of the scheduler itself (few
+// fields, copied under the lock). distributed keeps bandwidth_workers and
+// bandwidth_types from its workers' heartbeats; the engine keeps only the
+// cluster's figure, so those two read empty.
+func snapshotInfo(st *scheduler.State) *protocol.Map {
+	id := st.Identity(0)
+	m := st.Memory()
+	return protocol.NewMap("address", id.Get("address"), "id", id.Get("id"), "status", "running",
 		"services", id.Get("services"), "started", id.Get("started"),
-		"total_nthreads", id.Get("total_nthreads"), "bandwidth", bandwidth)
-	return m
+		"total_nthreads", int64(st.TotalThreads()), "bandwidth", st.Bandwidth(),
+		"memory", []any{m.Process, m.UnmanagedOld, m.Managed, m.Spilled})
 }
 
 func refKeys(refs []scheduler.Ref) []any {
