@@ -40,7 +40,7 @@ const (
 	// task's released->waiting, the roots' next step): the bound must hold
 	// such a burst whole while a plugin keeps up.
 	hookQueueMax = 1 << 20
-	hookBatchMax = 8192    // events per call to the host, at most
+	hookBatchMax = 8192 // events per call to the host, at most
 	// hookLinger: after waking, the pump lets events gather this long
 	// before it calls the host, unless a full batch is queued. Each call
 	// costs both processes a round trip (encode, two pipe writes, a task on
