@@ -22,6 +22,7 @@ class Recorder(SchedulerPlugin):
         self.n_transitions = 0
         self.kwargs = {}
         self.calls = defaultdict(int)
+        self.whom = defaultdict(list)  # hook -> the workers or clients it named, in order
         self.started = False
 
     async def start(self, scheduler):
@@ -41,15 +42,19 @@ class Recorder(SchedulerPlugin):
 
     def add_worker(self, scheduler, worker):
         self.calls["add_worker"] += 1
+        self.whom["add_worker"].append(worker)
 
     def remove_worker(self, scheduler, worker, *, stimulus_id, **kw):
         self.calls["remove_worker"] += 1
+        self.whom["remove_worker"].append(worker)
 
     def add_client(self, scheduler, client):
         self.calls["add_client"] += 1
+        self.whom["add_client"].append(client)
 
     def remove_client(self, scheduler, client):
         self.calls["remove_client"] += 1
+        self.whom["remove_client"].append(client)
 
     def log_event(self, topic, msg):
         if topic == "plugin-test":
