@@ -48,6 +48,10 @@ type SchedulerSettings struct {
 	// HTTPRoutes are the route modules the dashboard address serves
 	// (distributed.scheduler.http.routes; scheduler/server/web).
 	HTTPRoutes []string
+	// Preload and PreloadArgv are the modules the scheduler-side Python
+	// host runs at start (dask_setup) and their click arguments
+	// (distributed.scheduler.preload, preload-argv; --preload wins).
+	Preload, PreloadArgv []string
 	// TaskStreamLength: task runs the dashboard's task stream keeps
 	// (distributed.scheduler.dashboard.status.task-stream-length).
 	TaskStreamLength int
@@ -136,6 +140,8 @@ func (s *SchedulerSettings) keys() []setting {
 		{sched + "task-ordering-check", boolKind, &s.TaskOrderingCheck},
 		{sched + "connection-limit", optIntKind, &s.ConnectionLimit},
 		{sched + "http.routes", stringsKind, &s.HTTPRoutes},
+		{sched + "preload", stringOrStringsKind, &s.Preload},
+		{sched + "preload-argv", stringOrStringsKind, &s.PreloadArgv},
 		{sched + "dashboard.status.task-stream-length", intKind, &s.TaskStreamLength},
 		{comm + "tls.ca-file", optStringKind, &s.TLS.CAFile},
 		{comm + "tls.scheduler.cert", optStringKind, &s.TLS.Cert},

@@ -143,6 +143,12 @@ var (
 		},
 		read: func(r *reader, key string, f any) { *f.(*[]string) = r.strings(key) },
 	}
+	// stringOrStringsKind is a string (one item) or a list of strings;
+	// null, "" or [] is none (distributed.preloading.process_preloads).
+	stringOrStringsKind = kind{
+		dask: stringsKind.dask,
+		read: func(r *reader, key string, f any) { *f.(*[]string) = r.stringOrStrings(key) },
+	}
 	optStringKind = kind{
 		dask: func(f any) any { return nilIfZero(*f.(*string)) },
 		read: func(r *reader, key string, f any) { *f.(*string) = r.optString(key) },
@@ -277,6 +283,24 @@ func (r *reader) strings(key string) []string {
 
 // boolean accepts YAML 1.1's yes/no/on/off too: dask reads files with
 // PyYAML, which treats them as booleans.
+// stringOrStrings is a string (one item) or a list of strings; null or
+// absent is none.
+func (r *reader) stringOrStrings(key string) []string {
+	switch v := r.get(key).(type) {
+	case nil:
+		return nil
+	case string:
+		if v == "" {
+			return nil
+		}
+		return []string{v}
+	}
+	if l := r.strings(key); len(l) > 0 {
+		return l
+	}
+	return nil // [] as absent, like the built-in defaults
+}
+
 func (r *reader) boolean(key string) bool {
 	v := r.get(key)
 	switch x := v.(type) {

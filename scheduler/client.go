@@ -28,6 +28,9 @@ func (s *State) addClientState(id string) *ClientState {
 		s.clientOrder.Add(cs)
 	}
 	if id != fireAndForget && s.out != nil {
+		if s.hookMask != 0 && !cs.connected {
+			s.hook(HookEvent{Hook: HookAddClient, Client: id})
+		}
 		cs.connected = true
 		cs.lastSeen = s.now
 	}
@@ -52,6 +55,9 @@ func (s *State) removeClient(id string) {
 	s.clientOrder.Remove(cs)
 	cs.connected = false
 	delete(s.held, id)
+	if s.hookMask != 0 {
+		s.hook(HookEvent{Hook: HookRemoveClient, Client: id})
+	}
 }
 
 // clientDesiresKeys mirrors Scheduler.client_desires_keys.

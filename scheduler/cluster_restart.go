@@ -19,4 +19,7 @@ func (s *State) handleRestart() {
 			s.toClientID(cs.ID, protocol.NewMap("op", "restart"))
 		}
 	}
+	if s.hookMask != 0 {
+		s.hook(HookEvent{Hook: HookRestart})
+	}
 }

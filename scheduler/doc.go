@@ -66,6 +66,8 @@
 //	coordination primitives      coordination.go, and package coord (Lock, Semaphore,
 //	                             MultiLock, Event, Variable, Queue, datasets, metadata)
 //	event log, task stream       eventlog.go, taskstream.go, plugins.go
+//	scheduler plugin hooks       hooks.go (SchedulerPlugin's calls, as Outbox.Hooks, only
+//	                             while a listener is set)
 //	checks and views             validate.go, footprint.go, accessors.go, exported.go
 //	diagnostics                  memory.go (MemoryState), memsampler.go (MemorySampler),
 //	                             taskmetadata.go (get_task_metadata), dump.go (the cluster

@@ -88,6 +88,9 @@ func (s *State) logEvent(topics []string, msg any) {
 		t := s.broker.topic(name)
 		t.publish(e, s.broker.maxlen)
 		s.sendEvent(name, t, e)
+		if s.hookMask != 0 {
+			s.hook(HookEvent{Hook: HookLogEvent, Topic: name, Msg: msg})
+		}
 	}
 }
 

@@ -122,6 +122,9 @@ func (s *State) applyGraph(p *pendingGraph, tasks []GraphTask) {
 			}
 		}
 	}
+	if s.hookMask.Has(HookUpdateGraph) {
+		s.hookUpdateGraph(p.ug.Client, p.ug.Keys, touched)
+	}
 	s.runTransitions()
 	for _, ts := range touched {
 		if ts.state == StatusMemory || ts.state == StatusErred {

@@ -75,6 +75,9 @@ func (s *State) handleAddWorker(x *AddWorker) {
 		s.resources[r][ws.Address] = q
 	}
 	s.checkIdleSaturated(ws)
+	if s.hookMask != 0 {
+		s.hook(HookEvent{Hook: HookAddWorker, Worker: ws.Address})
+	}
 	if ws.status == "running" {
 		s.refreshNoWorkersSince()
 		s.workerBecameRunning(ws)

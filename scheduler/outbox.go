@@ -145,6 +145,9 @@ type Outbox struct {
 	// Joined and Left are the workers added and removed by this stimulus,
 	// for subscribe_worker_status and the membership counters.
 	Joined, Left []string
+	// Hooks are the scheduler plugin hook calls, in distributed's order;
+	// only while a listener is set (hooks.go).
+	Hooks []HookEvent
 }
 
 // NannyRestart is one worker to restart through its nanny.

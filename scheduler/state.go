@@ -70,6 +70,10 @@ type State struct {
 	log transitionLog
 
 	stream taskStream // TaskStreamPlugin's records (taskstream.go)
+	// hookMask: the scheduler plugin hooks listened to; hooks: transition
+	// among them, tested on every transition (hooks.go)
+	hookMask HookMask
+	hooks    bool
 	// dashStream is the dashboard's task stream: the last runs, compact
 	// (no startstops, no key), kept only with Config.DashboardStreamLength;
 	// the client-facing stream (taskstream.go) records only once a client
@@ -288,6 +292,8 @@ func (s *State) dispatch(st Stimulus) {
 		s.dispatchProgress(st)
 	case *StartTaskStream:
 		s.stream.on = true
+	case *SetHookListener:
+		s.setHooks(x.Hooks)
 	case *MemorySamplerStart, *MemorySample, *MemorySamplerStop, *StartTaskMetadata, *StopTaskMetadata, *AMMControl, *SetResources:
 		s.dispatchDiagnostics(st)
 	default:

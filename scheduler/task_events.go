@@ -77,6 +77,9 @@ func (s *State) handleRemoveWorker(addr string, expected, closeIt bool, reason s
 	}
 	s.runTransitions()
 	s.refreshNoWorkersSince()
+	if s.hookMask != 0 {
+		s.hook(HookEvent{Hook: HookRemoveWorker, Worker: addr})
+	}
 	s.shuffleWorkerLeft(addr)
 	// one message for every worker (read-only once built, like report's):
 	// when all of 1,000 workers leave, that is 1,000 maps less per removal
@@ -114,7 +117,7 @@ func (s *State) handleTaskFinished(x *TaskFinished) {
 		}
 		// s.finArgs, not a literal: args passed through the transition
 		// table escape, and this is once per task. Nothing nested reads it.
-		s.finArgs = transArgs{worker: x.Worker, ws: ws, nbytes: x.NBytes, typ: x.Type, typeName: x.TypeName, startStops: x.StartStops}
+		s.finArgs = finishedArgs(x, ws)
 		s.transition(ts, StatusMemory, &s.finArgs)
 		s.finArgs = transArgs{}
 		if ts.state == StatusMemory {
@@ -128,10 +131,18 @@ func (s *State) handleTaskFinished(x *TaskFinished) {
 	default:
 		// waiting: the race of _transition_waiting_memory; the worker will
 		// get free-keys once the scheduler's own release reaches it.
-		s.transition(ts, StatusMemory, &transArgs{worker: x.Worker})
+		s.finArgs = finishedArgs(x, ws)
+		s.transition(ts, StatusMemory, &s.finArgs)
+		s.finArgs = transArgs{}
 	}
 	s.runTransitions()
 	s.queueSlotsMaybeOpened()
+}
+
+// finishedArgs are stimulus_task_finished's kwargs to _transition.
+func finishedArgs(x *TaskFinished, ws *WorkerState) transArgs {
+	return transArgs{worker: x.Worker, ws: ws, nbytes: x.NBytes, typ: x.Type, typeName: x.TypeName,
+		startStops: x.StartStops, thread: x.Thread, metadata: x.Metadata, finished: true}
 }
 
 // handleTaskErred mirrors Scheduler.handle_task_erred / stimulus_task_erred.
@@ -150,6 +161,7 @@ func (s *State) handleTaskErred(x *TaskErred) {
 			s.transition(ts, StatusErred, &transArgs{
 				worker: x.Worker, cause: ts, exception: x.Exception, traceback: x.Traceback,
 				exceptionText: x.ExceptionText, tracebackText: x.TracebackText,
+				thread: x.Thread, startStops: x.StartStops,
 			})
 			s.noteRun(ts, x.Worker, x.StartStops, true)
 			if s.stream.on {

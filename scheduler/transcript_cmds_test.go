@@ -34,6 +34,9 @@ import (
 //	shuffle-run ID                      a transfer task asks for the run, the helper answers
 //	plan-retire WORKER...               the RetireWorker round (a query)
 //	story KEY...  |  state              queries
+//	hooks on|off|HOOK...                the scheduler plugin listener (hook lines)
+//	add-client C | remove-client C      a client's stream opens / closes
+//	log-event TOPIC...                  a client's log_event
 type transcript struct {
 	t     *testing.T
 	s     *tstate
@@ -113,6 +116,22 @@ func (r *transcript) run(cmd, where string) string {
 		return r.cmdStory(pos)
 	case "state":
 		return r.stateText()
+	case "hooks":
+		m := HookMask(0)
+		for _, name := range pos {
+			for h := HookTransition; h <= HookLogEvent; h++ {
+				if name == "on" || name == h.String() {
+					m |= 1 << h
+				}
+			}
+		}
+		return r.render(r.s.handle(&SetHookListener{Hooks: m}))
+	case "add-client":
+		return r.render(r.s.handle(&AddClient{Client: pos[0]}))
+	case "remove-client":
+		return r.render(r.s.handle(&RemoveClient{Client: pos[0]}))
+	case "log-event":
+		return r.render(r.s.handle(&LogEvent{Topics: pos, Msg: "hello"}))
 	}
 	r.fatalf("unknown command %q", name)
 	return ""

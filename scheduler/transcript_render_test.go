@@ -46,10 +46,42 @@ func (r *transcript) render(out Outbox) string {
 			lines = append(lines, fmt.Sprintf("log %s: %s", levelName(l.Level), shortAddrs(l.Msg)))
 		}
 	}
+	for _, h := range out.Hooks {
+		lines = append(lines, hookText(h))
+	}
 	if len(lines) == 0 {
 		return ""
 	}
 	return strings.Join(lines, "\n") + "\n"
+}
+
+// hookText renders a scheduler plugin hook call as distributed makes it.
+func hookText(h HookEvent) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "hook %s", h.Hook)
+	switch h.Hook {
+	case HookTransition:
+		fmt.Fprintf(&b, " %s %s->%s", keyText(h.Key), h.Start, h.Finish)
+		if k := h.Kwargs; k != nil {
+			fmt.Fprintf(&b, " worker=%s", wname(k.Worker))
+			if k.Finished {
+				fmt.Fprintf(&b, " nbytes=%d startstops=%d", k.NBytes, len(k.StartStops))
+			}
+			if k.Erred {
+				fmt.Fprintf(&b, " cause=%s", keyText(k.Cause))
+			}
+		}
+	case HookUpdateGraph:
+		fmt.Fprintf(&b, " client=%s keys=%d tasks=%d", h.Client, len(h.Graph.Keys), len(h.Graph.Tasks))
+	case HookAddWorker, HookRemoveWorker:
+		fmt.Fprintf(&b, " %s", wname(h.Worker))
+	case HookAddClient, HookRemoveClient:
+		fmt.Fprintf(&b, " %s", h.Client)
+	case HookLogEvent:
+		fmt.Fprintf(&b, " %s", h.Topic)
+	}
+	fmt.Fprintf(&b, " stimulus=%s", h.StimulusID)
+	return b.String()
 }
 
 func (r *transcript) msgText(m *protocol.Map) string {

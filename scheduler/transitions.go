@@ -19,6 +19,10 @@ type transArgs struct {
 	typ        []byte
 	typeName   string
 	startStops []StartStop
+	// thread, metadata and finished are only read by the plugin hook
+	// (TransitionKwargs): the TaskFinishedMsg fields distributed passes on
+	thread, metadata any
+	finished         bool
 	// queued -> processing: the placement co-assignment made
 	placement Placement
 	// -> erred
@@ -169,6 +173,9 @@ func (s *State) transition1(ts *TaskState, finish Status, a *transArgs) {
 		}
 		toReleased(s, ts, nil)
 		s.shuffleTransition(ts)
+		if s.hooks {
+			s.hookTransition(ts, start, nil) // the inner _transition(key, "released") reports first
+		}
 		v := finish
 		if r, ok := s.recs.get(ts); ok && (!had || r != before) {
 			v = r // the inner recommendation wins, as in distributed
@@ -183,6 +190,7 @@ func (s *State) transition1(ts *TaskState, finish Status, a *transArgs) {
 		}
 		s.log.add(Transition{Key: key, From: start, To: StatusReleased, StimulusID: s.stimulusID, At: s.now})
 		start = StatusReleased
+		a = nil // distributed asserts a transition through released has no kwargs
 	} else {
 		s.impossible(ts, start, finish)
 		return
@@ -192,6 +200,9 @@ func (s *State) transition1(ts *TaskState, finish Status, a *transArgs) {
 		t.Worker = ts.processingOn.Address
 	}
 	s.log.add(t)
+	if s.hooks {
+		s.hookTransition(ts, start, a)
+	}
 	if ts.state == StatusForgotten {
 		s.forgotten++
 		s.forgetGroupMaybe(ts.group)

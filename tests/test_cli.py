@@ -217,8 +217,8 @@ def test_tls_flags_put_the_scheduler_on_tls(tmp_path):
 
 
 @pytest.mark.parametrize("args,names", [
-    (["--preload", "dask_gateway.scheduler_preload", "--dg-api-address", "x"], "--preload"),
-    (["--preload", "dask_gateway.scheduler_preload"], "--preload"),
+    (["--preload", "no_such_preload_module"], "No module named 'no_such_preload_module'"),
+    (["--dg-api-address", "x"], "--dg-api-address"),
     (["--jupyter"], "--jupyter"),
     (["--protocol", "tls", "--tls-cert", "c.pem", "--tls-key", "k.pem"], "TLS"),
     (["--protocol", "ucx"], "--protocol ucx"),

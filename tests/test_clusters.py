@@ -461,21 +461,32 @@ def test_what_cannot_be_mirrored_fails_at_once_naming_it():
         LocalGoCluster(n_workers=1, blocked_handlers=["feed"])
     with pytest.raises(ValueError, match="validate"):
         GoScheduler(validate=True)
-    # a scheduler preload (dask-gateway's among them) is Python: the binary
-    # refuses it at start, and the cluster fails with its message
+    # a preload that cannot be imported stops the start, and the cluster
+    # fails with its message
     t0 = time.monotonic()
-    with pytest.raises(RuntimeError, match="--preload dask_gateway.scheduler_preload"):
+    with pytest.raises(RuntimeError, match="No module named 'no_such_preload_module'"):
         SpecCluster(scheduler={"cls": GoScheduler,
-                               "options": {"preload": "dask_gateway.scheduler_preload", "dashboard_address": ":0"}},
+                               "options": {"preload": "no_such_preload_module", "dashboard_address": ":0"}},
                     workers={})
     assert time.monotonic() - t0 < 20
 
 
-def test_dask_gateway_command_fails_at_start_naming_preload(tmp_path):
+def test_spec_cluster_preload_with_argv():
+    """GoScheduler's preload and preload_argv, as distributed.Scheduler's: the
+    preload runs in the scheduler's Python host with its click options."""
+    with SpecCluster(scheduler={"cls": GoScheduler, "options": {
+            "preload": "preload_fixture", "preload_argv": ["--greeting", "salut"], "dashboard_address": ":0"}},
+            workers={}) as cluster, Client(cluster) as c:
+        assert c.sync(c.scheduler.greet, name="spec") == "salut, spec"
+
+
+def test_dask_gateway_command_without_the_gateway_exits(tmp_path):
     """dask-gateway's scheduler command (dask_gateway_server backends/db_base.py
-    get_scheduler_command, generic backends) stops at once, naming --preload:
-    the gateway's preload is Python that runs inside the Python scheduler."""
-    args = ["--protocol", "tls", "--port", "0", "--host", "127.0.0.1", "--dashboard-address", "127.0.0.1:0",
+    get_scheduler_command) outside a gateway: its preload finds no
+    DASK_GATEWAY_* variables and exits, which stops the start, as it stops
+    distributed's scheduler (tests/test_gateway.py runs it inside one, over
+    the gateway's TLS; plain tcp here, without certificates)."""
+    args = ["--protocol", "tcp", "--port", "0", "--host", "127.0.0.1", "--dashboard-address", "127.0.0.1:0",
             "--preload", "dask_gateway.scheduler_preload", "--dg-api-address", "127.0.0.1:0",
             "--dg-heartbeat-period", "15", "--dg-adaptive-period", "3", "--dg-idle-timeout", "0"]
     env = python_env()
@@ -487,7 +498,7 @@ def test_dask_gateway_command_fails_at_start_naming_preload(tmp_path):
     finally:
         stop(proc)
     assert proc.returncode != 0, out
-    assert "--preload dask_gateway.scheduler_preload" in out, out
+    assert "DASK_GATEWAY_CLUSTER_NAME" in out and "preload dask_gateway.scheduler_preload" in out, out
 
 
 def test_local_go_cluster_over_tls_with_temporary_certificates():

@@ -365,6 +365,7 @@ ONLY_OURS = {
     "dask_scheduler_queued_root_tasks", "dask_scheduler_coassigned_tasks", "dask_scheduler_coassignment_runs",
     "dask_scheduler_tasks_finished", "dask_scheduler_helper_processes", "dask_scheduler_helper_rss_bytes",
     "dask_scheduler_transitions", "dask_scheduler_engine_lock_held_maximum_seconds",
+    "dask_scheduler_plugin_events_queued", "dask_scheduler_plugin_events_dropped",
 }
 
 

@@ -30,7 +30,7 @@ type options struct {
 	dashboardAddr, dashboardPrefix  string
 	dashboard, jupyter              bool
 	pidFile, schedulerFile          string
-	preload                         []string
+	preload, preloadArgv            []string
 	idleTimeout                     string
 	configFile, python, logLevel    string
 	cpuProfile, heapProfile         string
@@ -68,7 +68,7 @@ func parseArgs(args []string, stderr io.Writer) (options, error) {
 	fs.String("use-xheaders", "False", "Use xheaders in dashboard app for ssl termination in header (DEPRECATED, ignored)")
 	fs.StringVar(&o.pidFile, "pid-file", "", "File to write the process PID")
 	fs.StringVar(&o.schedulerFile, "scheduler-file", "", "File to write connection information")
-	fs.StringArrayVar(&o.preload, "preload", nil, "Module that should be loaded by the scheduler process (not supported here: preloads are Python)")
+	fs.StringArrayVar(&o.preload, "preload", nil, "Module that should be loaded by the scheduler process (run in the scheduler's Python host)")
 	fs.StringVar(&o.idleTimeout, "idle-timeout", "", "Time of inactivity after which to kill the scheduler")
 	fs.BoolVar(&o.showVersion, "version", false, "Show the version and exit.")
 	fs.BoolVarP(&o.help, "help", "h", false, "Show this message and exit.")
@@ -81,13 +81,13 @@ func parseArgs(args []string, stderr io.Writer) (options, error) {
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: dask-go-scheduler [OPTIONS]\n\n  Launch a Dask scheduler (Go); the options are `dask scheduler`'s.\n\nOptions:\n%s", fs.FlagUsages())
 	}
+	if len(preloads(args)) > 0 {
+		// dask scheduler hands what it does not know to the preloads'
+		// click command (PRELOAD_ARGV, ignore_unknown_options): dask-gateway's
+		// --dg-* options; the host checks them (validate_preload_argv)
+		args, o.preloadArgv = splitPreloadArgv(fs, args)
+	}
 	if err := fs.Parse(args); err != nil {
-		// dask scheduler hands options it does not know to the preload
-		// (dask-gateway's --dg-*): with --preload, name it, not them
-		if mods := preloads(args); len(mods) > 0 {
-			return o, fmt.Errorf("--preload %s: scheduler preloads are Python modules run inside the Python scheduler; "+
-				"dask-go-scheduler cannot load them, nor take their options (%v)", strings.Join(mods, ", "), err)
-		}
 		return o, err
 	}
 	if o.help {
@@ -105,11 +105,41 @@ func parseArgs(args []string, stderr io.Writer) (options, error) {
 	o.dashboardPfxSet = fs.Changed("dashboard-prefix")
 	if fs.NArg() > 0 {
 		// dask scheduler takes extra arguments only for a --preload's
-		// own command line (PRELOAD_ARGV).
-		return o, fmt.Errorf("got unexpected extra argument(s) %s (preload arguments need --preload, which is not supported)",
-			strings.Join(fs.Args(), " "))
+		// own command line (PRELOAD_ARGV); validate_preload_argv's error
+		return o, fmt.Errorf("got unexpected extra argument(s): (%s). If you intended these as values for a --preload module, "+
+			"list --preload before them", strings.Join(fs.Args(), " "))
 	}
 	return o, nil
+}
+
+// splitPreloadArgv separates the options this command knows (and their
+// values) from the rest, which dask scheduler's click parser collects as
+// preload_argv: unknown options, their values, positionals, everything
+// after "--".
+func splitPreloadArgv(fs *pflag.FlagSet, args []string) (known, extra []string) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		var f *pflag.Flag
+		switch {
+		case a == "--":
+			return known, append(extra, args[i+1:]...)
+		case strings.HasPrefix(a, "--"):
+			name, _, _ := strings.Cut(a[2:], "=")
+			f = fs.Lookup(name)
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+			f = fs.ShorthandLookup(a[1:2])
+		}
+		if f == nil {
+			extra = append(extra, a)
+			continue
+		}
+		known = append(known, a)
+		if !strings.Contains(a, "=") && f.NoOptDefVal == "" && i+1 < len(args) && (len(a) == 2 || strings.HasPrefix(a, "--")) {
+			i++
+			known = append(known, args[i])
+		}
+	}
+	return known, extra
 }
 
 // preloads are the --preload values in args, read without the flag parser
@@ -132,10 +162,6 @@ func (o options) unsupported() error {
 	var errs []error
 	if o.jupyter {
 		errs = append(errs, errors.New("--jupyter: a Jupyter server inside the scheduler is Python; run Jupyter beside it"))
-	}
-	if len(o.preload) > 0 {
-		errs = append(errs, fmt.Errorf("--preload %s: scheduler preloads are Python modules run inside the Python scheduler; "+
-			"dask-go-scheduler cannot load them (dask-gateway's scheduler preload among them)", strings.Join(o.preload, ", ")))
 	}
 	for _, p := range strings.Split(o.protocol, ",") {
 		if p = strings.TrimSuffix(strings.TrimSpace(p), "://"); p != "" && p != "tcp" && p != "tls" {

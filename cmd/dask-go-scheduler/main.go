@@ -99,6 +99,8 @@ func serverConfig(o options, settings compat.SchedulerSettings, log zerolog.Logg
 		ConnectTimeout:    settings.ConnectTimeout,
 		TCPTimeout:        settings.TCPTimeout,
 		Logger:            log,
+		Preload:           orStrings(o.preload, settings.Preload),
+		PreloadArgv:       orStrings(o.preloadArgv, settings.PreloadArgv),
 		Dashboard: server.DashboardConfig{
 			Addr:             dash,
 			Prefix:           o.dashboardPrefix,
@@ -222,4 +224,13 @@ func shutdown(srv *server.Server, log zerolog.Logger) {
 	if err := srv.Shutdown(ctx); err != nil {
 		log.Warn().Err(err).Msg("connections still open at shutdown; closed them")
 	}
+}
+
+// orStrings is a if it has items, else b: Scheduler.__init__ reads the
+// config's preload and preload-argv only when none were given.
+func orStrings(a, b []string) []string {
+	if len(a) > 0 {
+		return a
+	}
+	return b
 }

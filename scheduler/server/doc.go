@@ -133,6 +133,10 @@
 //     forwarded op) waits on its RPC's goroutine, never under loop.mu; the
 //     host's calls enter the engine as any RPC does (loop.query,
 //     submitWait), and a stream op for the host is posted, never waited for.
+//   - The hook pump (hooks.go, pumpHooks; goRun): takes the scheduler
+//     plugin events that engine lock holders queued (hookQueue.push, a
+//     leaf lock, never waiting) and calls the Python host with them, one
+//     batch in flight; it ends with the server.
 //
 // # Locks
 //

@@ -77,11 +77,12 @@ func (s *Server) implementedHandlers() map[string]comm.Handler {
 		"get_logs":              s.logs,
 		"worker_logs":           s.workerLogs,
 
-		"register_worker_plugin":    s.registerPlugin(workerPluginOps),
-		"unregister_worker_plugin":  s.unregisterPlugin(workerPluginOps),
-		"register_nanny_plugin":     s.registerPlugin(nannyPluginOps),
-		"unregister_nanny_plugin":   s.unregisterPlugin(nannyPluginOps),
-		"register_scheduler_plugin": s.registerSchedulerPlugin,
+		"register_worker_plugin":      s.registerPlugin(workerPluginOps),
+		"unregister_worker_plugin":    s.unregisterPlugin(workerPluginOps),
+		"register_nanny_plugin":       s.registerPlugin(nannyPluginOps),
+		"unregister_nanny_plugin":     s.unregisterPlugin(nannyPluginOps),
+		"register_scheduler_plugin":   s.registerSchedulerPlugin,
+		"unregister_scheduler_plugin": s.unregisterSchedulerPlugin,
 
 		"replicate":      s.replicate,
 		"rebalance":      s.rebalance,

@@ -218,6 +218,9 @@ func (l *loop) dispatch(out *scheduler.Outbox) (follow []scheduler.Stimulus) {
 	for _, e := range out.Logs {
 		l.logEntry(e)
 	}
+	if len(out.Hooks) > 0 {
+		l.srv.pushHooks(out.Hooks)
+	}
 	return follow
 }
 

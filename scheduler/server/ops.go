@@ -74,8 +74,7 @@ var Ops = []OpInfo{
 	rpc("register-worker", yes("")),
 	rpc("register_nanny", yes("")),
 	rpc("register_nanny_plugin", yes("Client.register_plugin(NannyPlugin)")),
-	rpc("register_scheduler_plugin", OpInfo{Status: StatusPartial, Feature: "scheduler plugins",
-		Note: "only upload_file's SchedulerUploadFile is accepted (there is no user code to import in a Go scheduler); any other scheduler plugin runs Python code inside the scheduler process and fails fast: use a WorkerPlugin or run the logic in the client"}),
+	rpc("register_scheduler_plugin", yes("Client.register_plugin(SchedulerPlugin), PipInstall, UploadDirectory: the plugin runs in the scheduler's Python host with distributed's hooks, fed by the engine through a bounded queue (upload_file's SchedulerUploadFile is accepted without it)")),
 	rpc("register_worker_plugin", yes("Client.register_plugin(WorkerPlugin), upload_file")),
 	rpc("replicate", yes("Client.replicate")),
 	rpc("restart", yes("Client.restart")),
@@ -103,7 +102,7 @@ var Ops = []OpInfo{
 	rpc("terminate", yes("")),
 	rpc("unregister", yes("")),
 	rpc("unregister_nanny_plugin", yes("Client.unregister_worker_plugin(nanny=True)")),
-	rpc("unregister_scheduler_plugin", python("scheduler plugins", "use a WorkerPlugin or run the logic in the client")),
+	rpc("unregister_scheduler_plugin", yes("Client.unregister_scheduler_plugin")),
 	rpc("unregister_worker_plugin", yes("Client.unregister_worker_plugin")),
 	rpc("update_data", yes("")),
 	rpc("variable_get", yes("distributed.Variable")),
@@ -174,18 +173,6 @@ func yes(feature string) OpInfo         { return OpInfo{Status: StatusImplemente
 func dead(feature, why string) OpInfo {
 	return OpInfo{Status: StatusUnsupported, Feature: feature,
 		Note: "no caller in distributed 2026.8 or dask-labextension: " + why}
-}
-
-func python(feature, instead string) OpInfo {
-	return OpInfo{Status: StatusUnsupported, Feature: feature,
-		Note: insteadNote("it runs Python code inside the scheduler process, which is Go", instead)}
-}
-
-func insteadNote(why, instead string) string {
-	if instead == "" {
-		return why
-	}
-	return why + "; " + instead
 }
 
 // unsupportedMessage is the error an unsupported RPC answers.

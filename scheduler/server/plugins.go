@@ -75,21 +75,6 @@ func (s *Server) unregisterPlugin(p pluginOps) comm.Handler {
 	}
 }
 
-// registerSchedulerPlugin accepts only the scheduler half of
-// Client.upload_file (distributed.diagnostics.plugin.SchedulerUploadFile,
-// whose start() writes the file next to the scheduler and imports it):
-// our scheduler never imports user code, so there is nothing to do with
-// it, while the worker half (UploadFile, a worker plugin) goes through
-// register_worker_plugin. Any other scheduler plugin runs Python inside
-// the scheduler and is refused.
-func (s *Server) registerSchedulerPlugin(_ context.Context, req *comm.Request) (any, error) {
-	if isSchedulerUploadFile(req.Args.Get("plugin")) {
-		req.Log.Info().Msg("upload_file: scheduler half accepted (the Go scheduler imports no user code)")
-		return nil, nil
-	}
-	return nil, fmt.Errorf("scheduler plugins are not supported by dask-go-scheduler (op %q): they run Python code inside the scheduler process, which is Go; use a WorkerPlugin or run the logic in the client", req.Op)
-}
-
 // isSchedulerUploadFile looks for the class reference in the pickle:
 // SchedulerUploadFile is importable, so pickle stores it by module and
 // name, never by value.

@@ -30,10 +30,14 @@ type Config struct {
 	CheckOrder   bool
 	// HashSeed is the PYTHONHASHSEED dask.order's priorities are computed
 	// under (compat.Config.HashSeed).
-	HashSeed    uint32
-	Compression string // distributed.comm.compression ("" or "lz4")
-	TickEvery   time.Duration
-	Logger      zerolog.Logger
+	HashSeed uint32
+	// Preload are the modules the Python host runs at start, with
+	// PreloadArgv their click command's arguments (distributed.preloading):
+	// a module that fails to import or rejects its arguments fails Start.
+	Preload, PreloadArgv []string
+	Compression          string // distributed.comm.compression ("" or "lz4")
+	TickEvery            time.Duration
+	Logger               zerolog.Logger
 	// IdleTimeout closes the scheduler once idle that long (--idle-timeout,
 	// distributed.scheduler.idle-timeout). Its default, 0, is never, and
 	// so is scheduler.Never, the value compat reads dask's null as.
@@ -113,9 +117,10 @@ type Server struct {
 
 	statusSubs statusSubscribers // subscribe_worker_status streams (membership.go)
 	counters   counters
-	sysmon     sysMonitor // the system monitor (sysmon.go), started on first read
-	snap       snapshots  // the engine's view for the HTTP routes (web.go)
-	idleOnce   sync.Once  // the idle timeout's shutdown
+	sysmon     sysMonitor       // the system monitor (sysmon.go), started on first read
+	splugins   schedulerPlugins // the host's scheduler plugins and their hook queue (scheduler_plugins.go)
+	snap       snapshots        // the engine's view for the HTTP routes (web.go)
+	idleOnce   sync.Once        // the idle timeout's shutdown
 	// drain is how long a stream the scheduler drops may take to write
 	// what it queued before its connection is closed (streamDrain; tests
 	// lengthen it).
@@ -199,6 +204,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	s.loop = newLoop(s, engine)
 
 	s.startHost()
+	s.startSchedulerPlugins()
 	s.rpc = &comm.Server{Handlers: s.handlers(), Options: opts, Name: "dask-go-scheduler", Logger: s.log,
 		LazyHandlers: s.rawHandlers(), Fallback: s.forwardedOp}
 	s.goRun(s.loop.run)
@@ -215,6 +221,12 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		s.web.Serve()
 	}
 	go func() { s.serveErr <- s.rpc.Serve(lis) }()
+	if err := s.runPreloads(ctx); err != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = s.Shutdown(sctx)
+		return nil, err
+	}
 	return s, nil
 }
 

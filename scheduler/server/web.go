@@ -126,6 +126,9 @@ func (b webBackend) Process() web.ProcessFacts {
 		Ticks: c.ticks.Load(), TickMax: time.Duration(c.tickMaxNanos.Swap(0)),
 		LockHeldMax: time.Duration(c.lockHeldMaxNanos.Swap(0)),
 	}
+	if q := b.s.splugins.queue; q != nil {
+		f.PluginEventsQueued, f.PluginEventsDropped = q.stats()
+	}
 	for _, pid := range b.s.mat.PIDs() {
 		f.HelperRSS = append(f.HelperRSS, compat.ProcessRSS(pid))
 	}

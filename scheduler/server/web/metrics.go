@@ -77,12 +77,14 @@ var (
 	mHelpers     = newMetric("dask_scheduler_helper_processes", "Materializer helper processes running, ours", prometheus.GaugeValue)
 	mHelperRSS   = newMetric("dask_scheduler_helper_rss_bytes", "Resident memory of the materializer helpers, summed, ours", prometheus.GaugeValue)
 	mTransitions = newMetric("dask_scheduler_transitions_total", "Task state transitions since the start, ours", prometheus.CounterValue)
+	mHookQueued  = newMetric("dask_scheduler_plugin_events_queued", "Scheduler plugin hook events waiting for the Python host, ours", prometheus.GaugeValue)
+	mHookDropped = newMetric("dask_scheduler_plugin_events_dropped_total", "Scheduler plugin hook events dropped because the host's queue was full, ours", prometheus.CounterValue)
 )
 
 var allMetrics = []metric{mClients, mClientsAdded, mClientsRemoved, mDesired, mWorkers, mWorkersAdded, mWorkersRemoved,
 	mGC, mLastTime, mSuspicious, mForgotten, mTasks, mGroups, mCompute, mTransfer, mOutputBytes, mPrefixTotals, mTickMax, mTicks, mLockHeldMax,
 	mSemMax, mSemActive, mSemPending, mSemAcquire, mSemRelease, mSemAvgWait, mStealCount, mStealCost,
-	mQueued, mCoOwned, mCoRuns, mTasksDone, mHelpers, mHelperRSS, mTransitions}
+	mQueued, mCoOwned, mCoRuns, mTasksDone, mHelpers, mHelperRSS, mTransitions, mHookQueued, mHookDropped}
 
 // engineCollector turns the Snapshot into metrics on each scrape.
 type engineCollector struct{ b Backend }
@@ -106,6 +108,8 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 	c.workers(snap, emit)
 	emit(mWorkersAdded, float64(proc.WorkersAdded))
 	emit(mWorkersRemoved, float64(proc.WorkersRemoved))
+	emit(mHookQueued, float64(proc.PluginEventsQueued))
+	emit(mHookDropped, float64(proc.PluginEventsDropped))
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	emit(mGC, float64(ms.PauseTotalNs)/1e9)

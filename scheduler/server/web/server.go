@@ -61,6 +61,10 @@ type ProcessFacts struct {
 	// LockHeldMax is the longest the engine's lock was held since the last
 	// scrape; the scrape resets it (dask_scheduler_engine_lock_held_maximum_seconds, ours).
 	LockHeldMax time.Duration
+	// PluginEventsQueued and PluginEventsDropped: the scheduler plugin hook
+	// events waiting for the Python host, and those dropped since the start
+	// because its queue was full.
+	PluginEventsQueued, PluginEventsDropped int64
 	// Helpers are the materializer helper processes' RSS, bytes.
 	HelperRSS []int64
 }

@@ -60,8 +60,7 @@ _WHY_NOT = {
     "services": "extra services are Python objects run inside the Python scheduler",
     "service_kwargs": "extra services are Python objects run inside the Python scheduler",
     "blocked_handlers": "not supported by dask-go-scheduler",
-    "plugins": "scheduler plugins are Python run inside the Python scheduler",
-    "preload_argv": "preloads are Python modules run inside the Python scheduler",
+    "plugins": "scheduler plugins objects cannot cross to the Go process: register them with Client.register_plugin, or add them in a preload",
 }
 
 
@@ -74,7 +73,8 @@ class GoScheduler(ProcessInterface):
     (default ``":0"``: a free port; None: no dashboard pages),
     ``dashboard``, ``http_prefix``/``dashboard_prefix``, ``idle_timeout``,
     ``scheduler_file``, ``security`` (a Security object), ``preload`` and
-    ``jupyter`` (passed on: the binary refuses them at start, naming them).
+    ``preload_argv`` (run in the scheduler's Python host), ``jupyter``
+    (passed on: the binary refuses it at start, naming it).
     Ours: ``python`` (the interpreter of the graph helper, default
     ``sys.executable``), ``config`` (a dask YAML file), ``log_level``,
     ``env`` (added to the environment, e.g. ``DASK_DISTRIBUTED__...``
@@ -99,6 +99,7 @@ class GoScheduler(ProcessInterface):
         scheduler_file: str | os.PathLike | None = None,
         security: Any = None,
         preload: str | list[str] | None = None,
+        preload_argv: list[str] | tuple[str, ...] = (),
         jupyter: bool = False,
         python: str | None = None,
         config: str | os.PathLike | None = None,
@@ -134,7 +135,7 @@ class GoScheduler(ProcessInterface):
             prefix=dashboard_prefix if dashboard_prefix is not None else http_prefix,
             idle_timeout=idle_timeout, scheduler_file=scheduler_file, preload=preload, jupyter=jupyter,
             python=python or sys.executable, config=config, log_level=log_level,
-        ) + [str(a) for a in extra_args]
+        ) + [str(a) for a in extra_args] + [str(a) for a in preload_argv or ()]  # last: dask scheduler's PRELOAD_ARGV
         self.proc: subprocess.Popen | None = None
         self.dashboard_port: int | None = None
         self.lines: collections.deque[str] = collections.deque(maxlen=500)
