@@ -50,7 +50,6 @@ NOT_OFFERED = {
     "idle": "not kept",
     "rpc": "the host has no connection pool: use a Client",
     "get_profile": "the scheduler has no Python event loop to profile",
-    "monitor": "not yet served",
 }
 
 
