@@ -265,6 +265,10 @@ def parse_args(argv=None):
                     help=f"with --workloads faults: cases of {', '.join(faults.CASES)}")
     ap.add_argument("--latency-cases", default=",".join(latency.DEFAULT_CASES),
                     help=f"with --workloads latency: cases of {', '.join(latency.CASES)}")
+    ap.add_argument("--latency-pause-ms", type=float, default=0.0,
+                    help="with --workloads latency: an untimed pause before each timed call (25: calls as typed)")
+    ap.add_argument("--latency-schedulers", default="py,go",
+                    help="with --workloads latency: which schedulers (go:PATH another build of ours)")
     ap.add_argument("--debug-dump-cases", default=",".join(debug_dump.DEFAULT_CASES),
                     help=f"with --workloads debug-dump: cases of {', '.join(debug_dump.CASES)}")
     ap.add_argument("--debug-dump-schedulers", default="go",
@@ -409,7 +413,9 @@ def main(argv=None) -> int:
         paths += steals
     if args.latency:
         lat = latency.run_all(tmp, args.latency_cases, args.repetitions, args.smoke, timeout=args.timeout,
-                              on_record=lambda r: latency.write(out, r, machine))
+                              on_record=lambda r: latency.write(out, r, machine),
+                              schedulers=tuple(k for k in args.latency_schedulers.split(",") if k),
+                              pause_ms=args.latency_pause_ms)
         latency.write(out, lat, machine)
         paths += lat
     if args.faults:

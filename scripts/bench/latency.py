@@ -2,11 +2,13 @@
 scheduler: the round trip a notebook cell or a test suite feels.
 
     scripts/bench.sh --workloads latency [--repetitions 3] [--latency-cases submit,array-sum-4,slice-mean]
+                     [--latency-pause-ms 25]
 
 Each run: a fresh scheduler, 2 stock workers x 2 threads without nannies,
 one client process (scripts/bench/latency_client.py) that runs a case's
 round trip 20 times untimed, then 200 times timed one after another, each
-result checked exactly. Per run: the median and p90 of the 200 round trips.
+result checked exactly; with --latency-pause-ms each timed call comes
+after that pause (latency_client.py says why). Per run: the median and p90 of the 200 round trips.
 Runs are interleaved py, go, py, go, ... per case; the table shows, per case
 and scheduler, the median over runs of each run's median and p90, and the
 ratio Go / Python of those.
@@ -41,15 +43,15 @@ def quantile(values: list[float], q: float) -> float:
 
 
 def one_run(case: str, kind: str, round_trips: int, tmp: Path, timeout: float, env: dict | None = None,
-            profile: Path | None = None) -> dict:
-    rec = {"case": case, "scheduler": kind, "round_trips": round_trips, "ok": False}
+            profile: Path | None = None, pause_ms: float = 0.0) -> dict:
+    rec = {"case": case, "scheduler": kind, "round_trips": round_trips, "pause_ms": pause_ms, "ok": False}
     sched = Scheduler(kind, dict(env or {}), tmp, profile=profile).launch()
     workers = Workers(tmp, sched.scheduler_file, WORKERS, MEMORY, nthreads=THREADS, nanny=False).start()
     try:
         sched.wait_ready(60)
         proc = subprocess.run(
             [sys.executable, str(BENCH / "latency_client.py"), case, "--scheduler-file", str(sched.scheduler_file),
-             "--repetitions", str(round_trips)],
+             "--repetitions", str(round_trips), "--pause-ms", str(pause_ms)],
             capture_output=True, text=True, timeout=timeout, env=python_env())
         done = [ln for ln in proc.stdout.splitlines() if ln.startswith("DONE ")]
         if proc.returncode != 0 or not done:
@@ -74,7 +76,8 @@ def one_run(case: str, kind: str, round_trips: int, tmp: Path, timeout: float, e
 
 def run_all(tmp: Path, cases: list[str], repetitions: int, smoke: bool, timeout: float,
             on_record=lambda results: None, profile: Path | None = None,
-            schedulers: tuple[str, ...] = ("py", "go"), env: dict | None = None) -> list[dict]:
+            schedulers: tuple[str, ...] = ("py", "go"), env: dict | None = None,
+            pause_ms: float = 0.0) -> list[dict]:
     """Interleaved: for each repetition, each case, py then go."""
     def describe(rec: dict) -> str:
         return f"median {rec['median_s'] * 1e3:7.2f} ms  p90 {rec['p90_s'] * 1e3:7.2f} ms"
@@ -82,7 +85,7 @@ def run_all(tmp: Path, cases: list[str], repetitions: int, smoke: bool, timeout:
     return run_interleaved(
         tmp, NAME, cases, repetitions, lambda case, rep: schedulers,
         lambda case, kind, d, prof: one_run(case, kind, SMOKE_ROUND_TRIPS if smoke else CASES[case], d, timeout,
-                                            env, prof),
+                                            env, prof, pause_ms),
         describe, on_record, profile)
 
 
@@ -113,10 +116,13 @@ def markdown(results: list[dict], machine: dict) -> str:
         f"Command: `{machine.get('command', '')}`  ",
         f"Machine: {machine.get('machine', '')}, Python {machine.get('python', '')}  ",
         f"Started: {machine.get('started', '')}; {WORKERS} stock workers x {THREADS} threads, no nanny; "
-        "per run 20 untimed round trips, then the timed ones; runs interleaved py, go, py, go, ...",
+        "per run 20 untimed round trips, then the timed ones"
+        + (f", each after a {results[0].get('pause_ms')} ms pause (untimed)" if results and results[0].get("pause_ms") else
+           ", back to back")
+        + "; runs interleaved in the order of the table, per case",
         "",
         "Each cell: the median over runs of the run's median (or p90) round trip, in ms, with the runs' "
-        "range; × is Go / Python.",
+        "range; × is that scheduler / Python (go:PATH is another build of ours).",
         "",
         "| case | scheduler | runs ok | median ms (range) | p90 ms (range) | median × | p90 × |",
         "|---|---|---:|---:|---:|---:|---:|",
@@ -128,15 +134,16 @@ def markdown(results: list[dict], machine: dict) -> str:
     def rng(r):
         return "" if r is None else f" ({r[0] * 1e3:.2f}–{r[1] * 1e3:.2f})"
 
+    kinds = list(dict.fromkeys(r["scheduler"] for r in results))
     for case in cases:
         py = med.get((case, "py"))
-        for kind in ("py", "go"):
+        for kind in kinds:
             m = med.get((case, kind))
             if m is None:
                 continue
 
             def ratio(f):
-                if kind != "go" or py is None or not py.get(f) or m.get(f) is None:
+                if kind == "py" or py is None or not py.get(f) or m.get(f) is None:
                     return "–"
                 return f"{m[f] / py[f]:.2f}"
 

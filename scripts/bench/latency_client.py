@@ -1,7 +1,13 @@
 """The client side of one latency run (scripts/bench/latency.py): round trips
 of small computations through a stock Client, timed one by one.
 
-    latency_client.py CASE --scheduler-file F [--repetitions 200] [--warm-up 20]
+    latency_client.py CASE --scheduler-file F [--repetitions 200] [--warm-up 20] [--pause-ms 25]
+
+--pause-ms sleeps that long before each timed call, untimed: calls as a
+person types them. Back to back, a stock Client writes update-graph at most
+once per 10 ms (its BatchedSend interval), so each call waits for the
+previous call's batch window and that window is what gets measured; after a
+pause longer than the interval the client writes at once.
 
 Cases (each checks its result exactly, every repetition):
     submit       client.submit(inc, i).result()
@@ -62,6 +68,7 @@ def main() -> int:
     ap.add_argument("--scheduler-file", required=True)
     ap.add_argument("--repetitions", type=int, default=200)
     ap.add_argument("--warm-up", type=int, default=20)
+    ap.add_argument("--pause-ms", type=float, default=0.0)
     a = ap.parse_args()
     from distributed import Client
 
@@ -75,6 +82,8 @@ def main() -> int:
                 raise SystemExit(f"{a.case}: wrong result in warm-up {i}")
         times, wrong = [], 0
         for i in range(a.repetitions):
+            if a.pause_ms:
+                time.sleep(a.pause_ms / 1e3)
             t0 = time.perf_counter()
             ok = one(i)
             times.append(time.perf_counter() - t0)

@@ -162,12 +162,12 @@ def stages_of(events: list[dict], marks: list[dict]) -> list[dict]:
     return out
 
 
-def profile(kind: str, case: str, round_trips: int, tmp: Path) -> list[dict]:
+def profile(kind: str, case: str, round_trips: int, tmp: Path, pause_ms: float = 0.0) -> list[dict]:
     trace_dir = tmp / "trace"
     trace_dir.mkdir()
     env = {"ROUNDTRIP_TRACE_DIR": str(trace_dir), "PYTHONPATH": str(BENCH)}
     sched = Scheduler(kind, {**env, "ROUNDTRIP_TRACE_ROLE": "scheduler"}, tmp / "s",
-                      log_level="trace" if kind == "go" else "info")
+                      log_level="trace" if kind.startswith("go") else "info")
     if kind == "py":
         sched.command = (lambda orig: lambda: [*orig(), "--preload", "roundtrip_trace"])(sched.command)
     sched.launch()
@@ -192,6 +192,8 @@ def profile(kind: str, case: str, round_trips: int, tmp: Path) -> list[dict]:
             for i in range(20):
                 assert one(-1 - i)
             for i in range(round_trips):
+                if pause_ms:
+                    time.sleep(pause_ms / 1e3)
                 t0 = time.time_ns()
                 assert one(i)
                 marks.append({"start": t0, "end": time.time_ns()})
@@ -200,7 +202,7 @@ def profile(kind: str, case: str, round_trips: int, tmp: Path) -> list[dict]:
     finally:
         workers.stop()
         sched.stop()
-    events = load_events(trace_dir, sched.log_path if kind == "go" else None)
+    events = load_events(trace_dir, sched.log_path if kind.startswith("go") else None)
     if os.environ.get("ROUNDTRIP_DUMP"):  # a file: one round trip's events, in ms from its start
         m = marks[len(marks) // 2]
         dump = open(os.environ["ROUNDTRIP_DUMP"], "w")
@@ -248,19 +250,24 @@ def main() -> int:
     ap.add_argument("--schedulers", default="py,go")
     ap.add_argument("--case", default="submit", help="submit, array-sum-4 or slice-mean (latency_client.py)")
     ap.add_argument("--round-trips", type=int, default=200)
+    ap.add_argument("--pause-ms", type=float, default=0.0,
+                    help="an untimed pause before each call (latency_client.py --pause-ms)")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="profile the schedulers this many times, interleaved; the table takes every round trip")
     ap.add_argument("--out", type=Path)
     a = ap.parse_args()
-    results = {}
-    for kind in a.schedulers.split(","):
-        with tempfile.TemporaryDirectory() as d:
-            # each scheduler in a fresh process: the client's TCP patch and env are per process
-            proc = subprocess.run([sys.executable, __file__, "--one", kind, a.case, str(a.round_trips), d],
-                                  capture_output=True, text=True)
-            if proc.returncode != 0 or "round trip" in proc.stderr:
-                print(proc.stderr[-3000:], file=sys.stderr)
-            if proc.returncode != 0:
-                return 1
-            results[kind] = json.loads(proc.stdout.strip().splitlines()[-1])
+    results: dict[str, list[dict]] = {}
+    for _ in range(a.rounds):
+        for kind in a.schedulers.split(","):
+            with tempfile.TemporaryDirectory() as d:
+                # each scheduler in a fresh process: the client's TCP patch and env are per process
+                proc = subprocess.run([sys.executable, __file__, "--one", kind, a.case, str(a.round_trips), d,
+                                       str(a.pause_ms)], capture_output=True, text=True)
+                if proc.returncode != 0 or "round trip" in proc.stderr:
+                    print(proc.stderr[-3000:], file=sys.stderr)
+                if proc.returncode != 0:
+                    return 1
+                results.setdefault(kind, []).extend(json.loads(proc.stdout.strip().splitlines()[-1]))
     text = table(results)
     print(text)
     if a.out:
@@ -269,8 +276,8 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 6 and sys.argv[1] == "--one":
-        rows = profile(sys.argv[2], sys.argv[3], int(sys.argv[4]), Path(sys.argv[5]))
+    if len(sys.argv) == 7 and sys.argv[1] == "--one":
+        rows = profile(sys.argv[2], sys.argv[3], int(sys.argv[4]), Path(sys.argv[5]), float(sys.argv[6]))
         print(json.dumps(rows))
         raise SystemExit(0)
     raise SystemExit(main())
