@@ -69,3 +69,7 @@ func BenchmarkOrderReductionTree1M(b *testing.B) { benchmarkOrder(b, reductionTr
 func BenchmarkOrderIndependent200k(b *testing.B) { benchmarkOrder(b, independentTasks(b, 200_000)) }
 
 func BenchmarkOrderReductionTree64k(b *testing.B) { benchmarkOrder(b, reductionTree(b, 16)) }
+
+// BenchmarkOrderReductionTree8 is a small computation's graph: what the
+// order costs per update-graph when only a few tasks come (fixed costs).
+func BenchmarkOrderReductionTree8(b *testing.B) { benchmarkOrder(b, reductionTree(b, 3)) }

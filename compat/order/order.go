@@ -115,6 +115,7 @@ func newOrderer(g *Graph) (*orderer, error) {
 		prio:     make([]int64, n),
 		inResult: make([]bool, n),
 	}
+	o.sets.sizeFor(n)
 	kh := keyHasher{secret: SecretForSeed(g.HashSeed)}
 	for i, k := range g.Keys {
 		h, err := kh.hash(k)

@@ -398,29 +398,52 @@ func isSubset(hs []uint64, a, b *pySet) bool {
 // setSlab hands out empty sets carved from shared chunks: dask.order makes
 // a set per leaf degree it meets (half a million for a million-task
 // reduction tree), and one allocation each would dominate. Sets are
-// referred to by index; their addresses stay valid as the slab grows.
+// referred to by index. A pointer from get is valid until the next alloc:
+// the first chunk starts at the graph's size (sizeFor; a graph has no more
+// leaf degrees than nodes) and is moved into a whole chunk if it fills. A
+// whole chunk is 110 KB with its tables, and a 10-task graph, a small
+// computation's, zeroed one on every update-graph.
 type setSlab struct {
 	chunks [][]pySet
-	tables []int32 // the current chunk of 8-slot tables
+	tables []int32 // the current chunk's 8-slot tables
 	n      int32
+	first  int32 // the first chunk's length, slabChunk when unsized
 }
 
 const slabChunk = 1024
 
+// sizeFor sizes the first chunk for a graph of n nodes; call it before alloc.
+func (sl *setSlab) sizeFor(n int) { sl.first = int32(min(max(n, 8), slabChunk)) }
+
 // alloc returns the index of a new empty set.
 func (sl *setSlab) alloc() int32 {
-	if int(sl.n)%slabChunk == 0 {
-		sl.chunks = append(sl.chunks, make([]pySet, slabChunk))
-		sl.tables = make([]int32, slabChunk*setMinSize)
-		for i := range sl.tables {
-			sl.tables[i] = slotEmpty
-		}
-	}
 	i := int(sl.n) % slabChunk
+	switch {
+	case i == 0:
+		size := slabChunk
+		if sl.n == 0 && sl.first > 0 {
+			size = int(sl.first)
+		}
+		sl.chunks = append(sl.chunks, make([]pySet, size))
+		sl.tables = newSetTables(size)
+	case sl.n < slabChunk && i == len(sl.chunks[0]): // the first chunk, sized small, is full
+		whole := make([]pySet, slabChunk)
+		copy(whole, sl.chunks[0])
+		sl.chunks[0] = whole
+		sl.tables = newSetTables(slabChunk) // the copied sets keep their slots in the old tables
+	}
 	s := &sl.chunks[sl.n/slabChunk][i]
 	s.slots = sl.tables[i*setMinSize : (i+1)*setMinSize : (i+1)*setMinSize]
 	sl.n++
 	return sl.n - 1
+}
+
+func newSetTables(sets int) []int32 {
+	t := make([]int32, sets*setMinSize)
+	for j := range t {
+		t[j] = slotEmpty
+	}
+	return t
 }
 
 func (sl *setSlab) get(i int32) *pySet { return &sl.chunks[i/slabChunk][i%slabChunk] }

@@ -185,3 +185,31 @@ func (r *setReplay) check(s *pySet, op setOp) error {
 	}
 	return nil
 }
+
+// A slab sized for a small graph that is asked for more sets than that
+// (past its first chunk and past a whole one) hands out sets that are
+// empty, distinct and keep what was added to them.
+func TestSetSlabGrowsPastItsFirstChunk(t *testing.T) {
+	const sets = 2*slabChunk + 5
+	hs := make([]uint64, sets)
+	for i := range hs {
+		hs[i] = uint64(i)*0x9E3779B97F4A7C15 + 1
+	}
+	var sl setSlab
+	sl.sizeFor(10)
+	for i := range int32(sets) {
+		if got := sl.alloc(); got != i {
+			t.Fatalf("alloc %d returned %d", i, got)
+		}
+		s := sl.get(i)
+		if s.len() != 0 {
+			t.Fatalf("set %d is not empty: %v", i, s.appendTo(nil))
+		}
+		s.add(hs, i)
+	}
+	for i := range int32(sets) {
+		if got := sl.get(i).appendTo(nil); len(got) != 1 || got[0] != i {
+			t.Fatalf("set %d holds %v, want [%d]", i, got, i)
+		}
+	}
+}
