@@ -1,6 +1,8 @@
 """The wire between the Go scheduler and its materializer helper: every kind
 of request and answer, in one place (its Go twin is compat/helperwire.go;
-change both together and bump WIRE_VERSION).
+change both together and bump WIRE_VERSION). Its framing, read_message and
+write_message, is also the scheduler-side host's (host.py), whose messages
+are otherwise its own.
 
 Both directions carry dask-framed messages on the helper's stdin/stdout:
 u64 N, u64 nframes, nframes x u64 lengths, then the frames (the layout of
