@@ -6,10 +6,11 @@
 //     way distributed's Scheduler.update_graph / _materialize_graph do it;
 //     graph_builder.go then culls (_cull) and orders (compat/order, the Go
 //     port of dask.order) in Go; it also runs the Python half of P2P shuffles
-//     (materializer_shuffle.go: the ShuffleWorkerPlugin pickle for
+//     (materializer_shuffle.go and .py: the ShuffleWorkerPlugin pickle for
 //     register-worker, and shuffle_run, which builds a run's
-//     ShuffleRunSpec); and feed_setup (helper_feed.go), which unpickles a
-//     feed op's closures once and says whether they are a progress bar's;
+//     ShuffleRunSpec); and feed_setup (helper_feed.go and .py), which
+//     unpickles a feed op's closures once and says whether they are a
+//     progress bar's;
 //   - dask configuration (config.go, config_viper.go, settings.go,
 //     settings_kinds.go): dask's YAML files and DASK_* environment
 //     variables, merged into viper over DefaultSettings with dask's

@@ -2,6 +2,7 @@ package compat
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 
@@ -17,6 +18,11 @@ import (
 // or something else ("generic"). For a MultiProgress grouped by a Python
 // function, a second request applies it to the keys the engine tracks.
 // The helper keeps nothing: each request carries the closures again.
+
+// helperFeedScript is the helper's side of feed_setup.
+//
+//go:embed helper_feed.py
+var helperFeedScript string
 
 // Feed kinds the helper tells apart.
 const (

@@ -1,6 +1,8 @@
 """The wire between the Go scheduler and its materializer helper: every kind
 of request and answer, in one place (its Go twin is compat/helperwire.go;
-change both together and bump WIRE_VERSION).
+change both together and bump WIRE_VERSION). Its framing, read_message and
+write_message, is also the scheduler-side host's (host.py), whose messages
+are otherwise its own.
 
 Both directions carry dask-framed messages on the helper's stdin/stdout:
 u64 N, u64 nframes, nframes x u64 lengths, then the frames (the layout of
@@ -48,10 +50,12 @@ splices the objects back in when it sends the task (protocol/pickle/splice.go).
 
 from __future__ import annotations
 
+import numbers
 import struct
 from dataclasses import dataclass
 
 from distributed.protocol import dumps
+from distributed.protocol.serialize import ToPickle
 
 WIRE_VERSION = 3
 
@@ -113,6 +117,33 @@ def write_message(stream, frames):
     for f in frames:
         stream.write(f)
     stream.flush()
+
+
+# ---- values --------------------------------------------------------------------
+
+MAX_INT = 2**64 - 1
+MIN_INT = -(2**63)
+
+
+def msgpack_safe(value):
+    """Annotation values (and a shuffle's output partitions) travel to Go and
+    on to workers as msgpack: sets and tuples become lists, numpy-like
+    numbers plain numbers, and anything else msgpack cannot carry a ToPickle
+    (what distributed's dumps falls back to). Here, beside the answers,
+    because both the materializer and materializer_shuffle make them."""
+    if value is None or isinstance(value, (bool, str, bytes, float)):
+        return value
+    if isinstance(value, int):
+        return value if MIN_INT <= value <= MAX_INT else ToPickle(value)
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [msgpack_safe(v) for v in value]
+    if isinstance(value, dict):
+        return {k: msgpack_safe(v) for k, v in value.items()}
+    if isinstance(value, numbers.Integral):
+        return msgpack_safe(int(value))
+    if isinstance(value, numbers.Real):
+        return float(value)
+    return ToPickle(value)
 
 
 # ---- requests ----------------------------------------------------------------

@@ -1,6 +1,7 @@
 package compat
 
 import (
+	_ "embed"
 	"fmt"
 
 	"daskgo/protocol"
@@ -11,6 +12,13 @@ import (
 // answer it reads back, typed, in one place. Its Python twin is
 // helper_wire.py, which documents the layout; change both together and
 // bump wireVersion.
+
+// helperWireScript is helper_wire.py. The materializer helper runs it for
+// the whole wire; the scheduler-side host (hostModules) only for its
+// framing, read_message and write_message.
+//
+//go:embed helper_wire.py
+var helperWireScript string
 
 // wireVersion must equal helper_wire.WIRE_VERSION; the startup handshake
 // checks it.

@@ -52,9 +52,13 @@ const hostWireVersion = 1
 // hostModules are the host's Python modules, in the order they are
 // installed (each may import those before it); host.main runs after them.
 // A module adds request handlers with @host.request("op") and message
-// handlers with @host.message("op") (compat/host.py).
+// handlers with @host.message("op") (compat/host.py). helper_wire, whose
+// framing the host's pipe uses, comes after host, not first: it imports
+// distributed, which host.py lets happen only once it has dropped the
+// working directory from sys.path and moved fd 1 aside.
 var hostModules = []pySource{
 	{"host", hostPy},
+	{"helper_wire", helperWireScript},
 	{"host_scheduler", hostSchedulerPy},
 	{"host_run", hostRunPy},
 	{"host_feed", hostFeedPy},

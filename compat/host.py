@@ -8,9 +8,13 @@ handlers, objects that run_on_scheduler functions leave behind), so it is one
 process that lives until it dies or the scheduler stops.
 
 The pipe. stdin and stdout carry dask-framed messages (u64 N, u64 nframes, u64
-lengths, frames; helper_wire.py's framing) made and read by
-distributed.protocol.dumps/loads, in both directions. Every message is a dict
-with a "t":
+lengths, frames) made and read by distributed.protocol.dumps/loads, in both
+directions. The framing is helper_wire.py's read_message/write_message, the
+graph helpers' own, so the two kinds of process frame alike. Go installs
+helper_wire right after this module, never before it: helper_wire imports
+distributed, which must wait until the working directory has left sys.path
+and fd 1 has moved aside (below); the functions here import it when they
+run. Every message is a dict with a "t":
 
     {"t": "req", "id", "op", ...}   a request; exactly one "ans" comes back
     {"t": "ans", "id", "status": "OK" | "error", ...}
@@ -78,54 +82,14 @@ def _setup_pipes():
 _setup_pipes()  # first, before any module prints
 
 
-def _read_exactly(stream, n):
-    chunks = []
-    while n > 0:
-        b = stream.read(n)
-        if not b:
-            return None
-        chunks.append(b)
-        n -= len(b)
-    return b"".join(chunks)
-
-
-MAX_FRAMES = 1 << 20
-
-
-def _read_message():
-    import struct
-
-    prelude = _read_exactly(_in, 16)
-    if prelude is None:
-        return None
-    _, nframes = struct.unpack("<QQ", prelude)
-    if nframes == 0 or nframes > MAX_FRAMES:
-        raise RuntimeError(f"frame count {nframes} out of range")
-    raw = _read_exactly(_in, 8 * nframes)
-    if raw is None:
-        raise RuntimeError("EOF inside the frame lengths")
-    frames = []
-    for n in struct.unpack(f"<{nframes}Q", raw):
-        f = _read_exactly(_in, n) if n else b""
-        if f is None:
-            raise RuntimeError("EOF inside a frame")
-        frames.append(f)
-    return frames
-
-
 def send(msg: dict) -> None:
     """Write one message to Go (any thread)."""
-    import struct
-
     from distributed.protocol import dumps
+    from helper_wire import write_message
 
     frames = dumps(msg)
-    lengths = [memoryview(f).nbytes for f in frames]
-    head = struct.pack(f"<QQ{len(frames)}Q", 8 * (1 + len(frames)) + sum(lengths), len(frames), *lengths)
     with _write_lock:
-        _out.write(head)
-        for f in frames:
-            _out.write(f)
+        write_message(_out, frames)
 
 
 # ---- handler registries --------------------------------------------------------
@@ -288,10 +252,11 @@ def _dispatch(msg):
 
 def _reader():
     from distributed.protocol import loads
+    from helper_wire import read_message
 
     try:
         while True:
-            frames = _read_message()
+            frames = read_message(_in)
             if frames is None:
                 break
             msg = loads(frames, deserializers=("dask", "pickle", "msgpack", "error"))

@@ -17,9 +17,6 @@ import (
 //go:embed materializer.py
 var materializerScript string
 
-//go:embed helper_wire.py
-var helperWireScript string
-
 // ErrClosed is returned by Submit and Versions after Close.
 var ErrClosed = errors.New("compat: materializer closed")
 

@@ -1,9 +1,10 @@
 """dask-go-scheduler graph materializer helper.
 
 The Go scheduler starts this script (embedded in its binary, with
-helper_wire.py, the wire's types) with the Python interpreter of the
-clients' environment and talks to it over stdin/stdout; helper_wire.py
-describes every request and answer.
+helper_wire.py, the wire's types, and the modules for the requests other
+than materialize: helper_feed.py and materializer_shuffle.py) with the
+Python interpreter of the clients' environment and talks to it over
+stdin/stdout; helper_wire.py describes every request and answer.
 
 What it does for an update-graph is what Scheduler.update_graph does before
 it touches scheduler state: deserialize the expression, materialize it
@@ -42,7 +43,6 @@ import msgpack  # noqa: E402
 
 import dask  # noqa: E402
 import dask.order  # noqa: E402
-from dask.utils import key_split  # noqa: E402
 from dask._expr import LLGExpr  # noqa: E402
 from dask._task_spec import (  # noqa: E402
     Alias,
@@ -56,14 +56,13 @@ from dask._task_spec import (  # noqa: E402
 from distributed.core import error_message  # noqa: E402
 from distributed.protocol import loads  # noqa: E402
 from distributed.protocol.compression import decompress  # noqa: E402
-from distributed.protocol.serialize import ToPickle, merge_and_deserialize  # noqa: E402
+from distributed.protocol.serialize import merge_and_deserialize  # noqa: E402
 from distributed.protocol.pickle import dumps as pickle_dumps  # noqa: E402
-from distributed.protocol.pickle import loads as pickle_loads  # noqa: E402
-from distributed.shuffle._core import P2PBarrierTask, ShuffleRunSpec  # noqa: E402
-from distributed.shuffle._worker_plugin import ShuffleWorkerPlugin  # noqa: E402
 from distributed.versions import get_versions  # noqa: E402
 
 import helper_wire as wire  # noqa: E402
+from helper_feed import feed_setup  # noqa: E402
+from materializer_shuffle import shuffle_run, worker_plugins  # noqa: E402
 
 logger = logging.getLogger("daskgo.materializer")
 
@@ -87,9 +86,6 @@ DESERIALIZATION_ERROR = textwrap.dedent(
 # malloc_trim (0.2-0.4 ms even after gc.freeze) would only add latency to
 # the small computations a notebook runs one after another.
 RELEASE_MIN_TASKS = 1000
-
-MAX_INT = 2**64 - 1
-MIN_INT = -(2**63)
 
 # The callables a task pickle refers to by persistent id: pickled once per
 # graph into the object table instead of once per task. Functions defined in
@@ -120,25 +116,6 @@ def table_types():
     if np is not None:
         types_.add(np.ndarray)
     return frozenset(types_)
-
-
-def msgpack_safe(value):
-    """Annotation values travel to Go and on to workers as msgpack: sets and
-    tuples become lists, numpy-like numbers plain numbers, and anything else
-    msgpack cannot carry a ToPickle (what distributed's dumps falls back to)."""
-    if value is None or isinstance(value, (bool, str, bytes, float)):
-        return value
-    if isinstance(value, int):
-        return value if MIN_INT <= value <= MAX_INT else ToPickle(value)
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [msgpack_safe(v) for v in value]
-    if isinstance(value, dict):
-        return {k: msgpack_safe(v) for k, v in value.items()}
-    if isinstance(value, numbers.Integral):
-        return msgpack_safe(int(value))
-    if isinstance(value, numbers.Real):
-        return float(value)
-    return ToPickle(value)
 
 
 def plain_key(key):
@@ -388,7 +365,7 @@ def task_annotations(key, global_annotations, annotations_by_type):
             out[name] = value
     if not out:
         return None
-    return {name: msgpack_safe(v) for name, v in out.items()}
+    return {name: wire.msgpack_safe(v) for name, v in out.items()}
 
 
 def release_memory():
@@ -418,45 +395,6 @@ def _find_malloc_trim():
 
 
 _malloc_trim = _find_malloc_trim() if sys.platform.startswith("linux") else None
-
-
-def worker_plugins():
-    """The worker plugins every register-worker reply carries: the P2P
-    shuffle plugin, pickled as ShuffleSchedulerPlugin.start registers it."""
-    return {"shuffle": pickle_dumps(ShuffleWorkerPlugin())}
-
-
-def shuffle_run(req):
-    """The Python half of ShuffleSchedulerPlugin._create: pick a worker for
-    every output partition (keeping the partitions an aligned shuffle already
-    placed) and build the ShuffleRunSpec with the run id Go chose."""
-    barrier = req.barrier
-    if not isinstance(barrier, P2PBarrierTask):
-        raise TypeError(
-            f"shuffle_run: the barrier's run_spec is a {type(barrier).__name__}, not a P2PBarrierTask"
-        )
-    spec = barrier.spec
-    if spec.id != req.shuffle_id:
-        raise ValueError(f"shuffle_run: barrier of shuffle {spec.id!r}, asked for {req.shuffle_id!r}")
-    if not req.workers:
-        raise ValueError(f"shuffle_run: no workers for shuffle {spec.id!r}")
-    # msgpack arrays arrive as tuples, so array partitions compare equal
-    existing = dict(req.existing)
-    worker_for = {}
-    for partition in spec.output_partitions:
-        worker = existing.get(partition)
-        if worker is None:
-            worker = spec.pick_worker(partition, req.workers)
-        worker_for[partition] = worker
-    run_spec = ShuffleRunSpec(spec=spec, worker_for=worker_for, span_id=req.span_id)
-    # run_id is a per-process counter in distributed; the scheduler owns it
-    object.__setattr__(run_spec, "run_id", req.run_id)
-    return wire.shuffle_run_answer(
-        req.id,
-        ToPickle(run_spec),
-        [[msgpack_safe(p), w] for p, w in worker_for.items()],
-        sorted(set(worker_for.values())),
-    )
 
 
 def error_frames(req_id):
@@ -497,67 +435,6 @@ def profiled(gen, req):
             yield frames  # writing the answer is profiled by Go's side of the pipe
     finally:
         prof.dump_stats(os.path.join(where, f"helper-{os.getpid()}-{req.id}.prof"))
-
-
-# ---- feed: progress bars' closures --------------------------------------------
-
-
-def _nested_code(func, name):
-    """The code object of the function `name` defined inside func."""
-    for c in func.__code__.co_consts:
-        if isinstance(c, types.CodeType) and c.co_name == name:
-            return c
-    raise LookupError(f"{func.__qualname__} defines no {name}")
-
-
-@functools.cache
-def _stock_feeds():
-    """(kind, setup's code, function's code) of the feeds that
-    ProgressBar.listen and MultiProgressBar.listen open."""
-    from distributed.diagnostics.progressbar import MultiProgressBar, ProgressBar
-
-    return [
-        (kind, _nested_code(cls.listen, "setup"), _nested_code(cls.listen, "function"))
-        for kind, cls in (("progress", ProgressBar), ("multi", MultiProgressBar))
-    ]
-
-
-def _as_key(v):
-    """A dask key back from msgpack: tuples arrive as lists."""
-    return tuple(_as_key(x) for x in v) if isinstance(v, list) else v
-
-
-def feed_setup(req):
-    """What the Go scheduler needs to run a feed op (Scheduler.feed) itself:
-    a feed whose setup and function are ProgressBar.listen's or
-    MultiProgressBar.listen's closures (code objects equal to this
-    distributed's: same source, same version) is a Progress or MultiProgress
-    over the keys, `complete` and `group_by` its setup closes over; Go
-    mirrors those plugins. Anything else is "generic": arbitrary Python that
-    only a scheduler-side Python process can run. For a custom group_by,
-    group_keys (the keys Go tracks) get their groups here."""
-    setup = pickle_loads(req.setup) if req.setup else None
-    function = pickle_loads(req.function) if req.function else None
-    if req.teardown is not None:
-        pickle_loads(req.teardown)  # a bad pickle fails here, as in Scheduler.feed
-        return {"kind": "generic"}
-    code = (getattr(setup, "__code__", None), getattr(function, "__code__", None))
-    kind = next((k for k, s, f in _stock_feeds() if code == (s, f)), None)
-    if kind is None:
-        return {"kind": "generic"}
-    cells = dict(zip(setup.__code__.co_freevars, (c.cell_contents for c in setup.__closure__ or ())))
-    fields = {"kind": kind, "keys": list(cells["keys"]), "complete": bool(cells["complete"])}
-    if kind == "multi":
-        group_by = cells["group_by"]
-        if group_by is key_split or (isinstance(group_by, str) and group_by == "prefix") or group_by is None:
-            fields["group_by"] = "prefix"
-        elif isinstance(group_by, str) and group_by == "spans":
-            fields["group_by"] = "spans"
-        else:
-            fields["group_by"] = "custom"
-            if req.group_keys is not None:
-                fields["groups"] = [group_by(_as_key(k)) for k in req.group_keys]
-    return fields
 
 
 def handle(out, req):

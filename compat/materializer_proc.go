@@ -38,7 +38,9 @@ func (m *Materializer) procSpec() procSpec {
 			// check, the helper's priorities must come from the seed Go
 			// orders with
 			"PYTHONHASHSEED="+strconv.FormatUint(uint64(m.cfg.HashSeed), 10)),
-		Sources: []pySource{{"helper_wire", helperWireScript}, {"materializer", materializerScript}},
+		// materializer.py imports the others; the last source runs as __main__
+		Sources: []pySource{{"helper_wire", helperWireScript}, {"helper_feed", helperFeedScript},
+			{"materializer_shuffle", materializerShuffleScript}, {"materializer", materializerScript}},
 	}
 }
 

@@ -1,6 +1,7 @@
 package compat
 
 import (
+	_ "embed"
 	"fmt"
 
 	"daskgo/protocol"
@@ -13,6 +14,12 @@ import (
 // runs the Python methods of a shuffle's spec (output_partitions,
 // pick_worker) and pickles the ShuffleRunSpec that workers load. The engine
 // keeps everything else about a run.
+
+// materializerShuffleScript is the helper's side: worker_plugins and
+// shuffle_run.
+//
+//go:embed materializer_shuffle.py
+var materializerShuffleScript string
 
 // WorkerPlugins is the "worker-plugins" dict of every register-worker
 // reply: {"shuffle": <pickle of ShuffleWorkerPlugin()>}, as the Python

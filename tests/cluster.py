@@ -240,19 +240,40 @@ class Workers:
 
 
 @contextmanager
-def running_cluster(tmp: Path, start_workers, n_workers: int, env: dict | None = None):
-    """A Go scheduler (with env added to its environment) and the stock
-    workers start_workers(sched, workers) starts; yields the scheduler once
-    all n_workers have joined, and stops every process on exit."""
+def running_cluster(tmp: Path, start_workers, n_workers: int, env: dict | None = None,
+                    join_timeout: float = 60, scheduler: type[GoScheduler] = GoScheduler):
+    """A Go scheduler (or another kind: PyScheduler), with env added to its
+    environment, and the stock workers start_workers(sched, workers)
+    starts; yields the scheduler once all n_workers have joined (within
+    join_timeout seconds), and stops every process on exit. The scheduler
+    starts inside the try, so one that never writes its scheduler file is
+    stopped too."""
     from distributed import Client
 
-    sched = GoScheduler(tmp, env=env).start()
+    sched = scheduler(tmp, env=env)
     workers = Workers(tmp)
     try:
+        sched.start()
         start_workers(sched, workers)
         with Client(sched.address, timeout=30) as c:
-            c.wait_for_workers(n_workers, timeout=60)
+            c.wait_for_workers(n_workers, timeout=join_timeout)
         yield sched
     finally:
         workers.stop()
         sched.stop()
+
+
+@contextmanager
+def two_worker_cluster(tmp: Path, nthreads: int = 1, scheduler: type[GoScheduler] = GoScheduler):
+    """The Go scheduler (or PyScheduler, to compare with) and two stock
+    workers, w0 and w1, with nthreads each: the cluster a test module shares
+    when its tests need both workers but no configuration of their own.
+    They join within 120 s: a worker's imports take tens of seconds on a
+    loaded two-core machine."""
+
+    def start(sched, workers):
+        for name in ("w0", "w1"):
+            workers.start(sched.address, name, nthreads=nthreads)
+
+    with running_cluster(tmp, start, 2, join_timeout=120, scheduler=scheduler) as sched:
+        yield sched

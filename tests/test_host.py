@@ -15,25 +15,15 @@ import time
 import pytest
 from distributed import Client
 
-from cluster import GoScheduler, Workers, wait_for
+from cluster import two_worker_cluster, wait_for
 
 pytestmark = pytest.mark.timeout(300)
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("host")
-    sched = GoScheduler(tmp).start()
-    workers = Workers(tmp)
-    try:
-        for name in ("w0", "w1"):
-            workers.start(sched.address, name)
-        with Client(sched.address, timeout=60) as c:
-            c.wait_for_workers(2, timeout=120)
+    with two_worker_cluster(tmp_path_factory.mktemp("host")) as sched:
         yield sched
-    finally:
-        workers.stop()
-        sched.stop()
 
 
 def client(cluster) -> Client:
@@ -278,27 +268,18 @@ def test_dask_scheduler_members_served_by_go(cluster):
 def test_retire_workers_from_the_host(tmp_path):
     """await dask_scheduler.retire_workers(...) in a coroutine function
     retires the worker through the scheduler, keeping its data."""
-    sched = GoScheduler(tmp_path).start()
-    workers = Workers(tmp_path)
-    try:
-        workers.start(sched.address, "r0")
-        workers.start(sched.address, "r1")
-        with Client(sched.address, timeout=60) as c:
-            c.wait_for_workers(2, timeout=120)
-            futs = c.map(lambda x: x + 100, range(20))
-            assert c.gather(futs) == list(range(100, 120))
-            victim = next(a for a, w in c.scheduler_info()["workers"].items() if w["name"] == "r0")
+    with two_worker_cluster(tmp_path) as sched, Client(sched.address, timeout=60) as c:
+        futs = c.map(lambda x: x + 100, range(20))
+        assert c.gather(futs) == list(range(100, 120))
+        victim = next(a for a, w in c.scheduler_info()["workers"].items() if w["name"] == "w0")
 
-            async def retire(addr, dask_scheduler=None):
-                return await dask_scheduler.retire_workers(workers=[addr])
+        async def retire(addr, dask_scheduler=None):
+            return await dask_scheduler.retire_workers(workers=[addr])
 
-            out = c.run_on_scheduler(retire, victim)
-            assert victim in out
-            wait_for(lambda: len(c.scheduler_info()["workers"]) == 1 or None, 30, "one worker left")
-            assert c.gather(futs) == list(range(100, 120))
-    finally:
-        workers.stop()
-        sched.stop()
+        out = c.run_on_scheduler(retire, victim)
+        assert victim in out
+        wait_for(lambda: len(c.scheduler_info()["workers"]) == 1 or None, 30, "one worker left")
+        assert c.gather(futs) == list(range(100, 120))
 
 
 def test_erred_task_seen_from_the_host(cluster):

@@ -10,25 +10,15 @@ import numpy as np
 import pytest
 from distributed import Client, wait
 
-from cluster import GoScheduler, Workers
+from cluster import two_worker_cluster
 
 pytestmark = pytest.mark.timeout(600)
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("host-libs")
-    sched = GoScheduler(tmp).start()
-    workers = Workers(tmp)
-    try:
-        for name in ("w0", "w1"):
-            workers.start(sched.address, name, nthreads=2)
-        with Client(sched.address, timeout=60) as c:
-            c.wait_for_workers(2, timeout=120)
+    with two_worker_cluster(tmp_path_factory.mktemp("host-libs"), nthreads=2) as sched:
         yield sched
-    finally:
-        workers.stop()
-        sched.stop()
 
 
 def test_xgboost_dask_train(cluster):

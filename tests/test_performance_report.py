@@ -19,25 +19,16 @@ import pytest
 from distributed import Client, performance_report
 
 from browser import Browser, BrowserMissing, chromium_path
-from cluster import GoScheduler, PyScheduler, Workers
+from cluster import PyScheduler, two_worker_cluster
 
 pytestmark = pytest.mark.timeout(300)
 
 
 @pytest.fixture(scope="module")
 def client(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("perf-report")
-    sched = GoScheduler(tmp).start()
-    workers = Workers(tmp)
-    try:
-        for name in ("w0", "w1"):
-            workers.start(sched.address, name, nthreads=2)
+    with two_worker_cluster(tmp_path_factory.mktemp("perf-report"), nthreads=2) as sched:
         with Client(sched.address, timeout=60) as c:
-            c.wait_for_workers(2, timeout=120)
             yield c
-    finally:
-        workers.stop()
-        sched.stop()
 
 
 @pytest.fixture(scope="module")
@@ -221,18 +212,10 @@ def test_report_has_the_tabs_of_pythons(client, tmp_path):
     same Client code): both reports have the same tabs in the same order,
     and both task streams hold the block's tasks."""
     (tmp_path / "py").mkdir()
-    sched = PyScheduler(tmp_path / "py").start()
-    workers = Workers(tmp_path / "py")
-    try:
-        for name in ("p0", "p1"):
-            workers.start(sched.address, name, nthreads=2)
+    with two_worker_cluster(tmp_path / "py", nthreads=2, scheduler=PyScheduler) as sched:
         with Client(sched.address, timeout=60) as pc:
-            pc.wait_for_workers(2, timeout=120)
             with performance_report(filename=str(tmp_path / "py.html")):
                 compute(pc, "py")
-    finally:
-        workers.stop()
-        sched.stop()
     with performance_report(filename=str(tmp_path / "go.html")):
         compute(client, "go")
     py, go = (tmp_path / "py.html").read_text(), (tmp_path / "go.html").read_text()
