@@ -49,8 +49,31 @@ func encodeVersionsRequest(id int64) ([][]byte, error) {
 }
 
 func encodeMaterializeRequest(id int64, msg any, ordering string, checkOrder bool) ([][]byte, error) {
-	return protocol.Encode(protocol.NewMap("op", "materialize", "id", id, "msg", msg,
+	return protocol.Encode(protocol.NewMap("op", "materialize", "id", id, "msg", helperFields(msg),
 		"ordering", ordering, "check_order", checkOrder), nil)
+}
+
+// materializeReads are the update-graph fields materializer.py's
+// materialize reads. The rest stay in Go: the helper decodes every
+// pickled field it is sent, and code (the client's source, which can be a
+// whole notebook cell) and span_metadata were unpickled for nothing on
+// every graph, most of a small graph's request decoding.
+var materializeReads = [...]string{"op", "expr_ser", "keys", "annotations", "internal_priority"}
+
+// helperFields is msg with only materializeReads; msg as it is when it is
+// not a map (the helper then answers with its error).
+func helperFields(msg any) any {
+	m, ok := msg.(*protocol.Map)
+	if !ok {
+		return msg
+	}
+	out := &protocol.Map{Entries: make([]protocol.Entry, 0, len(materializeReads))}
+	for _, name := range materializeReads {
+		if v, ok := m.Lookup(name); ok {
+			out.Entries = append(out.Entries, protocol.Entry{Key: name, Value: v})
+		}
+	}
+	return out
 }
 
 func encodeShuffleRunRequest(id int64, r *scheduler.ShuffleRunRequest) ([][]byte, error) {
