@@ -87,8 +87,15 @@ def load_events(trace_dir: Path, go_log: Path | None) -> list[dict]:
     events = []
     for f in trace_dir.glob("*.jsonl"):
         side = {"client": "c", "scheduler": "s", "worker": "w"}[f.name.split("-")[0]]
-        for line in f.read_text().splitlines():
-            rec = json.loads(line)
+        lines = f.read_text().splitlines()
+        for i, line in enumerate(lines):
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                if i == len(lines) - 1:  # the process was stopped while writing its last record
+                    print(f"{f.name}: last record cut short, skipped", file=sys.stderr)
+                    continue
+                raise
             rec["side"] = side
             events.append(rec)
     if go_log is not None:
