@@ -330,8 +330,8 @@ func (s *State) setPriorities(p *pendingGraph, g *graphIndex) {
 			continue
 		}
 		prio := p.ug.UserPriority
-		if gt.Annotations.HasPriority {
-			prio = gt.Annotations.Priority
+		if a := gt.Annotations; a != nil && a.HasPriority {
+			prio = a.Priority
 		}
 		ts.setPriority(priority{-prio, generation, float64(gt.Order)})
 	}
