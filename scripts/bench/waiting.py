@@ -105,6 +105,8 @@ def one_run(case: str, kind: str, n: int, tmp: Path, timeout: float, profile: Pa
             sampler = Sampler([], sched.proc.pid).start()
             time.sleep(1)
             base = sampler.scheduler_rss[-1], sampler.helper_rss[-1]
+            if kind.startswith("go"):  # the same figures before the graph: the graph's share is the difference
+                rec.update({f"base_{k}": v for k, v in go_memstats(sched.scheduler_file).items()})
             cpu0 = sampler.scheduler_cpu()
             t0 = time.monotonic()
             future = client.get(dsk, root, sync=False)
@@ -168,7 +170,7 @@ def run_all(tmp: Path, cases: list[str], repetitions: int, smoke: bool, timeout:
 FIELDS = ("tasks", "settle_s", "baseline_rss_bytes", "settled_rss_bytes", "peak_rss_bytes", "rss_per_task",
           "run_spec_per_task", "rss_per_task_beyond_run_spec", "helper_settled_rss_bytes", "helper_peak_rss_bytes",
           "side_peak_rss_bytes", "cpu_s", "helper_cpu_s", "helper_rss_per_task", "side_rss_per_task",
-          *(f"go_{f}" for f in GO_MEMSTATS))
+          *(f"go_{f}" for f in GO_MEMSTATS), *(f"base_go_{f}" for f in GO_MEMSTATS))
 
 
 def markdown(results: list[dict], machine: dict) -> str:
@@ -217,16 +219,17 @@ def markdown(results: list[dict], machine: dict) -> str:
                if kind.startswith("go") and med[(case, kind)].get("go_heap_inuse_bytes") is not None]
     if go_rows:
         lines += ["", "The Go runtime at the settled point (its /metrics, go_memstats_*): heap in use (live objects "
-                  "and the free room of their spans), heap idle and not yet returned to the OS, stacks, and the "
-                  "runtime's own (span structures, GC metadata, other); MiB.", "",
-                  "| case | scheduler | RSS | heap in use | heap idle, kept | stacks | spans + GC + other | next GC |",
-                  "|---|---|---:|---:|---:|---:|---:|---:|"]
+                  "and the free room of their spans), of which live objects (heap_alloc), heap idle and not yet "
+                  "returned to the OS, stacks, and the runtime's own (span structures, GC metadata, other); MiB.", "",
+                  "| case | scheduler | RSS | heap in use | live objects | heap idle, kept | stacks | spans + GC + other "
+                  "| next GC |",
+                  "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
         for case, kind, m in go_rows:
             kept = (m["go_heap_idle_bytes"] or 0) - (m["go_heap_released_bytes"] or 0)
             rt = sum(m.get(f"go_{f}") or 0 for f in ("mspan_inuse_bytes", "gc_sys_bytes", "other_sys_bytes"))
             lines.append(f"| {case} | {kind} | {fmt(m['settled_rss_bytes'], mib)} | {fmt(m['go_heap_inuse_bytes'], mib)} "
-                         f"| {fmt(kept, mib)} | {fmt(m['go_stack_inuse_bytes'], mib)} | {fmt(rt, mib)} "
-                         f"| {fmt(m['go_next_gc_bytes'], mib)} |")
+                         f"| {fmt(m['go_heap_alloc_bytes'], mib)} | {fmt(kept, mib)} "
+                         f"| {fmt(m['go_stack_inuse_bytes'], mib)} | {fmt(rt, mib)} | {fmt(m['go_next_gc_bytes'], mib)} |")
     lines += runs_table(results, [
         ("settled s", lambda r: fmt(r.get("settle_s"), 1, 1)),
         ("before MiB", lambda r: fmt(r.get("baseline_rss_bytes"), mib)),
