@@ -11,13 +11,12 @@ import (
 // (the helper's msgpack-safe dict), as SchedulerState._apply_annotations
 // and _set_priorities read them; the dict itself goes on verbatim to
 // compute-task. A malformed value is ignored with a warning, as the engine
-// used to do: one odd annotation must not fail the graph.
-func decodeAnnotations(key protocol.Key, m *protocol.Map) (scheduler.Annotations, []string) {
-	var a scheduler.Annotations
+// used to do: one odd annotation must not fail the graph. nil: none.
+func decodeAnnotations(key protocol.Key, m *protocol.Map) (*scheduler.Annotations, []string) {
 	if m == nil || m.Len() == 0 {
-		return a, nil
+		return nil, nil
 	}
-	a.Verbatim = m
+	a := &scheduler.Annotations{Verbatim: m}
 	var warns []string
 	warn := func(format string, args ...any) {
 		warns = append(warns, fmt.Sprintf("task %s: ", key)+fmt.Sprintf(format, args...))

@@ -136,8 +136,7 @@ func (p *HelperPool) dispatchLocked() {
 		if h == nil {
 			break
 		}
-		j := p.queue[0]
-		p.queue = p.queue[1:]
+		j := p.popLocked()
 		h.busy = true
 		if h.retire != nil {
 			h.retire.Stop()
@@ -157,6 +156,18 @@ func (p *HelperPool) dispatchLocked() {
 	if len(p.queue) > 0 && !p.starting && p.spareTimer == nil && len(p.helpers) < p.maxHelpers() {
 		p.spareTimer = time.AfterFunc(p.spareAfter(), p.startSpare)
 	}
+}
+
+// popLocked takes the oldest queued job and clears its slot: the queue's
+// backing array outlives the slice (p.queue[1:] of a one-job queue still
+// points at it), and a job left there held its graph's update-graph
+// message, 7 MB of the client's frames on a 200k-task tree, until the
+// next graph came.
+func (p *HelperPool) popLocked() poolJob {
+	j := p.queue[0]
+	p.queue[0] = poolJob{}
+	p.queue = p.queue[1:]
+	return j
 }
 
 func (p *HelperPool) freeLocked() *pooledHelper {

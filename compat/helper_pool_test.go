@@ -135,3 +135,18 @@ func TestPoolOneHelperWhenNothingWaits(t *testing.T) {
 		t.Fatalf("%d helpers, want 1", n)
 	}
 }
+
+// A dispatched job leaves nothing behind in the queue's backing array,
+// which a one-job queue keeps after the pop: its update-graph message
+// would stay alive until the next graph.
+func TestPoolPopClearsTheSlot(t *testing.T) {
+	req := scheduler.HelperRequest{ID: 1, Client: "Client-test", Msg: protocol.NewMap("op", "update-graph")}
+	p := &HelperPool{queue: []poolJob{{graph: &req}}}
+	backing := p.queue[:1:1]
+	if j := p.popLocked(); j.graph != &req {
+		t.Fatalf("popped %+v", j)
+	}
+	if backing[0].graph != nil || len(p.queue) != 0 {
+		t.Fatalf("the slot still holds %+v (queue %d)", backing[0], len(p.queue))
+	}
+}

@@ -97,7 +97,7 @@ func TestResponseChunksAccumulate(t *testing.T) {
 	}
 	x := res.Tasks[0]
 	if x.Key != protocol.StrKey("x") || x.Order != 3 || x.Kind != "Task" || len(x.Deps) != 2 ||
-		!x.Annotations.HasRetries || x.Annotations.Retries != 2 || !x.RunSpec.Payload().Pickled {
+		x.Annotations == nil || !x.Annotations.HasRetries || x.Annotations.Retries != 2 || !x.RunSpec.Payload().Pickled {
 		t.Fatalf("task converted as %+v", x)
 	}
 	if want, _ := protocol.KeyOf([]any{"b", int64(1)}); x.Deps[1] != want {

@@ -144,6 +144,9 @@ func TestMaterializeSpecifics(t *testing.T) {
 	}
 	// and decoded for the engine (annotations.go)
 	a := annotated.Annotations
+	if a == nil {
+		t.Fatal("annotated task has no decoded annotations")
+	}
 	if !a.HasPriority || a.Priority != 5 || !a.HasRetries || a.Retries != 3 || !a.LooseRestrictions ||
 		len(a.Workers) != 1 || a.Workers[0] != "tcp://127.0.0.1:1" || a.Resources["GPU"] != 1 {
 		t.Errorf("decoded annotations %+v", a)
@@ -400,7 +403,10 @@ func TestRecycledHelperServesTheNextGraph(t *testing.T) {
 }
 
 // verbatim is the annotations dict a task carries to compute-task.
-func verbatim(a scheduler.Annotations) *protocol.Map {
+func verbatim(a *scheduler.Annotations) *protocol.Map {
+	if a == nil {
+		return nil
+	}
 	if m, ok := a.Verbatim.(*protocol.Map); ok {
 		return m
 	}

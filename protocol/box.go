@@ -31,6 +31,7 @@ var (
 	float64Type = typeWord(float64(0))
 	anysType    = typeWord([]any(nil))
 	keysType    = typeWord([]Key(nil))
+	keyType     = typeWord(Key(""))
 )
 
 func boxAt(typ unsafe.Pointer, p unsafe.Pointer) any {
@@ -46,6 +47,9 @@ func Float64At(p *float64) any { return boxAt(float64Type, unsafe.Pointer(p)) }
 
 // AnysAt returns *p as a []any interface value stored at p.
 func AnysAt(p *[]any) any { return boxAt(anysType, unsafe.Pointer(p)) }
+
+// KeyAt returns *p as a Key interface value stored at p.
+func KeyAt(p *Key) any { return boxAt(keyType, unsafe.Pointer(p)) }
 
 // KeysAt returns *p as a []Key interface value stored at p.
 func KeysAt(p *[]Key) any { return boxAt(keysType, unsafe.Pointer(p)) }

@@ -4,8 +4,8 @@ package scheduler
 // task. compat has decoded what the engine acts on (GraphTask.Annotations);
 // the dict itself is kept verbatim for compute-task.
 func (s *State) applyAnnotations(ts *TaskState, gt *GraphTask) {
-	a := &gt.Annotations
-	if a.Verbatim == nil {
+	a := gt.Annotations
+	if a == nil || a.Verbatim == nil {
 		return
 	}
 	ts.annotations = a.Verbatim

@@ -239,7 +239,7 @@ func (s *State) generateTaskStates(keys []protocol.Key, g *graphIndex) (wanted, 
 			}
 			continue
 		case ts.runSpec == nil && spec != nil:
-			ts.setSpec(spec)
+			s.setSpec(ts, spec)
 		case spec != nil && !sameDeps(ts, spec):
 			collisions[k] = true
 			s.logf(LogWarn, k, "", "", "different run_spec for key %s between two update_graph calls; keeping the first", k)
@@ -330,8 +330,8 @@ func (s *State) setPriorities(p *pendingGraph, g *graphIndex) {
 			continue
 		}
 		prio := p.ug.UserPriority
-		if gt.Annotations.HasPriority {
-			prio = gt.Annotations.Priority
+		if a := gt.Annotations; a != nil && a.HasPriority {
+			prio = a.Priority
 		}
 		ts.setPriority(priority{-prio, generation, float64(gt.Order)})
 	}

@@ -134,7 +134,7 @@ func annotated(gt GraphTask, kv ...any) GraphTask {
 			a.Retries, a.HasRetries = int(e.Value.(int64)), true
 		}
 	}
-	gt.Annotations = a
+	gt.Annotations = &a
 	return gt
 }
 

@@ -64,9 +64,9 @@ func (s *State) msgFreeTask(ts *TaskState) *protocol.Map {
 
 func msgKeyInMemoryTask(ts *TaskState, typ []byte) *protocol.Map {
 	if typ == nil {
-		return map2("op", "key-in-memory", "key", ts.keyAny)
+		return map2("op", "key-in-memory", "key", ts.keyAny())
 	}
-	return map3("op", "key-in-memory", "key", ts.keyAny, "type", typ)
+	return map3("op", "key-in-memory", "key", ts.keyAny(), "type", typ)
 }
 
 // sidAny is the stimulus id boxed once per value (boxing a string
@@ -201,7 +201,7 @@ func (s *State) taskToMsg(ts *TaskState) *protocol.Map {
 	es := b.es[:]
 	b.m.Entries = es
 	es[0] = entry("op", "compute-task")
-	es[1] = entry("key", ts.keyAny)
+	es[1] = entry("key", ts.keyAny())
 	b.runID = ts.runID
 	es[2] = entry("run_id", protocol.Int64At(&b.runID))
 	// built per message, not held per task: most tasks are sent once

@@ -185,7 +185,7 @@ func TestMultiProgressBySpans(t *testing.T) {
 	s := newTestState(t, withWorkers("w1:8"))
 	tasks := sumGraph()
 	for i := range 4 {
-		tasks[i].Annotations = Annotations{Verbatim: protocol.NewMap("span", "x"),
+		tasks[i].Annotations = &Annotations{Verbatim: protocol.NewMap("span", "x"),
 			Span: &SpanAnnotation{Name: []string{"outer", "prep"}, IDs: []string{"o", "p"}}}
 	}
 	s.submit("c1", tasks, "sum-0")

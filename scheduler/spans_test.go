@@ -13,7 +13,7 @@ func TestSpansObserveAndSumMetrics(t *testing.T) {
 	s := newTestState(t, withWorkers("w1:2"))
 	inner := &SpanAnnotation{Name: []string{"outer", "inner"}, IDs: []string{"id-o", "id-i"}}
 	a := task("busy-0")
-	a.Annotations = Annotations{Verbatim: protocol.NewMap("span", "x"), Span: inner}
+	a.Annotations = &Annotations{Verbatim: protocol.NewMap("span", "x"), Span: inner}
 	b := task("busy-1") // same group, no annotation: the group's span
 	plain := task("other-0")
 	out := s.submit("c1", []GraphTask{a, b, plain})

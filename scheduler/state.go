@@ -19,6 +19,10 @@ type State struct {
 	tasks    taskTable
 	prefixes map[string]*TaskPrefix
 	groups   map[string]*TaskGroup
+	// kinds: every task kind name seen, one copy each (kindOf); lastKind
+	// the one found last
+	kinds    map[string]*string
+	lastKind *string
 
 	workers     map[string]*WorkerState
 	workerOrder oset[*WorkerState] // registration order, as distributed's dict

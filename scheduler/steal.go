@@ -367,7 +367,7 @@ func (s *State) stealBalance() {
 				}
 				s.stealRequest(ts, victim, thief)
 				cost := compute + commVictim
-				log = append(log, []any{now, int64(level), ts.keyAny, cost, victim.Address, occVictim, thief.Address, occThief})
+				log = append(log, []any{now, int64(level), any(ts.Key), cost, victim.Address, occVictim, thief.Address, occThief})
 				e.stats.RequestsByLevel[level]++
 				e.stats.CostByLevel[level] += cost
 				if !s.isUnoccupied(thief, combinedOcc(thief), combinedNProcessing(thief)) {

@@ -139,7 +139,7 @@ func (s *State) stealRequest(ts *TaskState, victim, thief *WorkerState) bool {
 		thiefDuration:  compute + s.commCost(ts, thief),
 		stimulusID:     sid,
 	}
-	s.toWorker(victim, protocol.NewMap("op", "steal-request", "key", ts.keyAny, "stimulus_id", sid))
+	s.toWorker(victim, protocol.NewMap("op", "steal-request", "key", ts.keyAny(), "stimulus_id", sid))
 	if e.inFlight == nil {
 		e.inFlight = map[*TaskState]*stealInFlight{}
 	}
@@ -198,12 +198,12 @@ func (s *State) handleStealResponse(x *StealResponse) {
 	info := e.inFlight[ts]
 	if info == nil {
 		e.stats.Aborted++
-		s.logEvent([]string{"stealing"}, []any{"already-aborted", ts.keyAny, state, x.Worker, x.ID})
+		s.logEvent([]string{"stealing"}, []any{"already-aborted", any(ts.Key), state, x.Worker, x.ID})
 		return
 	}
 	if info.stimulusID != x.ID {
 		e.stats.Stale++
-		s.logEvent([]string{"stealing"}, []any{"stale-response", ts.keyAny, state, x.Worker, x.ID})
+		s.logEvent([]string{"stealing"}, []any{"stale-response", any(ts.Key), state, x.Worker, x.ID})
 		return
 	}
 	s.stealEndInFlight(ts)
@@ -220,7 +220,7 @@ func (s *State) handleStealResponse(x *StealResponse) {
 	}
 	event := func(what string, extra ...any) {
 		msg := append([]any{what}, extra...)
-		msg = append(msg, ts.keyAny, state, victim.Address, thief.Address, x.ID)
+		msg = append(msg, any(ts.Key), state, victim.Address, thief.Address, x.ID)
 		s.logEvent([]string{"stealing"}, msg)
 	}
 	thiefGone := thief.closed || s.workers[thief.Address] != thief

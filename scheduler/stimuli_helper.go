@@ -11,13 +11,18 @@ import (
 
 // GraphTask is one task of a materialized graph (see compat).
 type GraphTask struct {
-	Key          protocol.Key
-	Deps         []protocol.Key
-	Order        int64
-	Kind         string // Task, Alias, DataNode, List, ..., P2PBarrierTask
+	Key     protocol.Key
+	Deps    []protocol.Key
+	Order   int64
+	Kind    string // Task, Alias, DataNode, List, ..., P2PBarrierTask
+	RunSpec RunSpec
+	// Annotations: nil when the task has none, as most have. By pointer,
+	// the GraphTask is 96 bytes instead of 200 (TestTaskStateSize): a
+	// graph's GraphTasks are all alive together while the materializer's
+	// answer is assembled and applied, at the Go process's peak; on a
+	// 200k-task tree that is 21 MB less live heap there.
+	Annotations  *Annotations
 	DataProducer bool
-	Annotations  Annotations
-	RunSpec      RunSpec
 }
 
 // Annotations are a task's annotations as the helper reports them (global

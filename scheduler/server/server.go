@@ -345,6 +345,7 @@ func (s *Server) forwardResults(results <-chan scheduler.Stimulus) {
 		case <-s.ctx.Done():
 			return
 		case st := <-results:
+			collectBeforeBigGraph(st)
 			s.loop.submit(st)
 		}
 	}

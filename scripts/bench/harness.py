@@ -308,6 +308,8 @@ def parse_args(argv=None):
     ap.add_argument("--graph-path-schedulers", default="py,go",
                     help="with --workloads graph-path: which schedulers (default py,go; go alone is for profiling, "
                          "its results have no ratios; go:PATH is the Go binary at PATH, to compare two builds)")
+    ap.add_argument("--waiting-schedulers", default="py,go",
+                    help="with --workloads waiting: which schedulers (default py,go; go:PATH is the Go binary at PATH)")
     ap.add_argument("--graph-path-1m-python", action="store_true",
                     help="also run tree-1m once on the Python scheduler (many minutes)")
     args = ap.parse_args(argv)
@@ -403,7 +405,8 @@ def main(argv=None) -> int:
         graph_path.write(out, paths, machine)
     if args.waiting:
         waits = waiting.run_all(tmp, args.waiting_cases, args.repetitions, args.smoke, timeout=args.timeout * 2,
-                                on_record=lambda r: waiting.write(out, r, machine), profile=args.profile)
+                                on_record=lambda r: waiting.write(out, r, machine), profile=args.profile,
+                                schedulers=tuple(s for s in args.waiting_schedulers.split(",") if s))
         waiting.write(out, waits, machine)
         paths += waits
     if args.stealing:

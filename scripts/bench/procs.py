@@ -215,6 +215,7 @@ class Scheduler:
         self.log_level = log_level
         self.proc: subprocess.Popen | None = None
         self.address = ""
+        self.snapshots = 0  # heap profiles asked for (snapshot_heap)
 
     def command(self) -> list[str]:
         # the dashboard on a free port (pages off) for both, so that runs
@@ -262,10 +263,17 @@ class Scheduler:
     def logs(self) -> str:
         return tail(self.log_path)
 
-    def snapshot_heap(self) -> None:
-        """Ask a profiled Go scheduler for a heap profile now."""
+    def snapshot_heap(self, wait: bool = False) -> None:
+        """Ask a profiled Go scheduler for a heap profile now; with wait,
+        return once it is written (heap.pprof.N, then its goroutines file),
+        so that what the caller does next is not in it."""
         if self.kind.startswith("go") and self.profile and self.proc is not None and self.proc.poll() is None:
+            self.snapshots += 1
             self.proc.send_signal(signal.SIGUSR1)
+            if wait:
+                done = self.profile / f"heap.pprof.{self.snapshots}.goroutines"
+                wait_for(lambda: done.exists(), 60, f"heap profile {self.snapshots}", self.proc)
+                time.sleep(0.5)
 
     def stop(self) -> None:
         if self.proc is not None:

@@ -1,7 +1,8 @@
 """What the scheduler holds per task: a graph of N tasks that cannot run
 (no workers), Go side by side with the Python scheduler.
 
-    scripts/bench.sh --workloads waiting [--repetitions 3] [--waiting-cases waiting-100k,waiting-1m]
+    scripts/bench.sh --workloads waiting [--repetitions 3] [--waiting-cases waiting-100k,waiting-200k,waiting-1m]
+        [--waiting-schedulers py,go]   # go:PATH: the Go binary at PATH, to compare two builds
 
 Each run starts a fresh scheduler with no workers, connects a Client, and
 records the scheduler process's RSS (baseline). It then submits a binary
@@ -16,7 +17,9 @@ helper's memory is the scheduler side's too, and shown apart), and the
 run_spec bytes the engine holds are read from the scheduler's log (the
 "graph materialized" line): per task beyond the run_spec = (Go settled RSS -
 baseline - run_spec bytes) / tasks. Python holds each run_spec too (as a
-pickled object inside its TaskState); its figure is the whole delta.
+pickled object inside its TaskState); its figure is the whole delta. The
+helper's growth per task (settled - baseline) is shown apart and summed with
+the Go process's: both are what the scheduler side keeps.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from __future__ import annotations
 import json
 import time
 import traceback
+import urllib.request
 from pathlib import Path
 
 from overhead import tree_graph
@@ -31,8 +35,9 @@ from procs import Sampler, Scheduler, run_interleaved
 from report import group_medians, runs_table, write_named
 
 NAME = "waiting"
-CASES = {"waiting-100k": (100_000, 2_000), "waiting-1m": (1_000_000, 4_000)}  # tasks: full, smoke
-DEFAULT_CASES = tuple(CASES)
+CASES = {"waiting-100k": (100_000, 2_000), "waiting-200k": (200_000, 3_000),
+         "waiting-1m": (1_000_000, 4_000)}  # tasks: full, smoke
+DEFAULT_CASES = ("waiting-100k", "waiting-1m")
 IDLE_WINDOW_S, IDLE_CPU_FRACTION, IDLE_RSS_FRACTION = 3.0, 0.02, 0.01
 
 
@@ -48,6 +53,29 @@ def run_spec_bytes(log: Path) -> int | None:
         except (ValueError, KeyError):
             continue
     return total if seen else None
+
+
+# the Go runtime's memory at the settled point, from /metrics (the Go
+# collector's go_memstats_*): what of the RSS is heap in use, heap kept but
+# free, stacks and the runtime's own
+GO_MEMSTATS = ("heap_inuse_bytes", "heap_idle_bytes", "heap_released_bytes", "heap_alloc_bytes", "stack_inuse_bytes",
+               "mspan_inuse_bytes", "gc_sys_bytes", "other_sys_bytes", "sys_bytes", "next_gc_bytes")
+
+
+def go_memstats(scheduler_file: Path) -> dict:
+    """go_memstats_* of a Go scheduler ({} when /metrics does not answer)."""
+    try:
+        port = json.loads(scheduler_file.read_text())["services"]["dashboard"]
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+            text = r.read().decode()
+    except (OSError, ValueError, KeyError):
+        return {}
+    out = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if name.startswith("go_memstats_") and name[len("go_memstats_"):] in GO_MEMSTATS:
+            out["go_" + name[len("go_memstats_"):]] = float(value)
+    return out
 
 
 def wait_idle(sampler: Sampler, timeout: float) -> float:
@@ -77,12 +105,16 @@ def one_run(case: str, kind: str, n: int, tmp: Path, timeout: float, profile: Pa
             sampler = Sampler([], sched.proc.pid).start()
             time.sleep(1)
             base = sampler.scheduler_rss[-1], sampler.helper_rss[-1]
+            if kind.startswith("go"):  # the same figures before the graph: the graph's share is the difference
+                rec.update({f"base_{k}": v for k, v in go_memstats(sched.scheduler_file).items()})
             cpu0 = sampler.scheduler_cpu()
             t0 = time.monotonic()
             future = client.get(dsk, root, sync=False)
             rec["settle_s"] = time.monotonic() - t0 + wait_idle(sampler, timeout)
             sampler.stop()
-            sched.snapshot_heap()  # with --profile: the Go heap holding the waiting graph
+            if kind.startswith("go"):
+                rec.update(go_memstats(sched.scheduler_file))
+            sched.snapshot_heap(wait=True)  # with --profile: the Go heap holding the waiting graph
             cpu1 = sampler.scheduler_cpu()
             rec.update(
                 baseline_rss_bytes=base[0], helper_baseline_rss_bytes=base[1],
@@ -93,7 +125,10 @@ def one_run(case: str, kind: str, n: int, tmp: Path, timeout: float, profile: Pa
             )
             delta = rec["settled_rss_bytes"] - rec["baseline_rss_bytes"]
             rec["rss_per_task"] = delta / rec["tasks"]
-            if kind == "go":
+            helper_delta = rec["helper_settled_rss_bytes"] - rec["helper_baseline_rss_bytes"]
+            rec["helper_rss_per_task"] = helper_delta / rec["tasks"]
+            rec["side_rss_per_task"] = (delta + helper_delta) / rec["tasks"]
+            if kind.startswith("go"):
                 spec = run_spec_bytes(sched.log_path)
                 if spec is None:
                     raise RuntimeError("the Go scheduler logged no 'graph materialized' line")
@@ -113,17 +148,19 @@ def one_run(case: str, kind: str, n: int, tmp: Path, timeout: float, profile: Pa
 
 
 def run_all(tmp: Path, cases: list[str], repetitions: int, smoke: bool, timeout: float,
-            on_record=lambda results: None, profile: Path | None = None) -> list[dict]:
-    """Interleaved: for each repetition, each case, py then go."""
+            on_record=lambda results: None, profile: Path | None = None,
+            schedulers: tuple[str, ...] = ("py", "go")) -> list[dict]:
+    """Interleaved: for each repetition, each case, each scheduler in order."""
     def describe(rec: dict) -> str:
         line = f"settled in {rec['settle_s']:6.1f} s, {rec['rss_per_task']:7.0f} B/task"
-        if rec["scheduler"] == "go":
+        if rec["scheduler"].startswith("go"):
             line += (f" ({rec['rss_per_task_beyond_run_spec']:.0f} beyond {rec['run_spec_per_task']:.0f} of "
-                     f"run_spec), helper {rec['helper_settled_rss_bytes'] / 2**20:.0f} MiB")
+                     f"run_spec), helper {rec['helper_settled_rss_bytes'] / 2**20:.0f} MiB "
+                     f"(+{rec['helper_rss_per_task']:.0f} B/task)")
         return line
 
     return run_interleaved(
-        tmp, NAME, cases, repetitions, lambda case, rep: ("py", "go"),
+        tmp, NAME, cases, repetitions, lambda case, rep: schedulers,
         lambda case, kind, d, prof: one_run(case, kind, CASES[case][1 if smoke else 0], d, timeout, prof),
         describe, on_record, profile)
 
@@ -132,7 +169,8 @@ def run_all(tmp: Path, cases: list[str], repetitions: int, smoke: bool, timeout:
 
 FIELDS = ("tasks", "settle_s", "baseline_rss_bytes", "settled_rss_bytes", "peak_rss_bytes", "rss_per_task",
           "run_spec_per_task", "rss_per_task_beyond_run_spec", "helper_settled_rss_bytes", "helper_peak_rss_bytes",
-          "side_peak_rss_bytes", "cpu_s", "helper_cpu_s")
+          "side_peak_rss_bytes", "cpu_s", "helper_cpu_s", "helper_rss_per_task", "side_rss_per_task",
+          *(f"go_{f}" for f in GO_MEMSTATS), *(f"base_go_{f}" for f in GO_MEMSTATS))
 
 
 def markdown(results: list[dict], machine: dict) -> str:
@@ -156,16 +194,17 @@ def markdown(results: list[dict], machine: dict) -> str:
         "figure includes its run_specs.",
         "",
         "| case | tasks | scheduler | runs ok | settled s | RSS before → settled MiB | peak MiB "
-        "| B/task | run_spec B/task | B/task beyond run_spec | helper settled / peak MiB | Go+helper peak MiB "
-        "| CPU s (+ helper) |",
-        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| B/task | run_spec B/task | B/task beyond run_spec | helper settled / peak MiB | helper B/task "
+        "| Go+helper B/task | Go+helper peak MiB | CPU s (+ helper) |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
+    kinds = list(dict.fromkeys(r["scheduler"] for r in results))
     for case in dict.fromkeys(r["case"] for r in results):
-        for kind in ("py", "go"):
+        for kind in kinds:
             m = med.get((case, kind))
             if m is None:
                 continue
-            go = kind == "go"
+            go = kind.startswith("go")
             lines.append(
                 f"| {case} | {fmt(m['tasks'])} | {kind} | {m['ok']}/{m['runs']} | {fmt(m['settle_s'], 1, 1)} "
                 f"| {fmt(m['baseline_rss_bytes'], mib)} → {fmt(m['settled_rss_bytes'], mib)} "
@@ -173,8 +212,24 @@ def markdown(results: list[dict], machine: dict) -> str:
                 f"| {fmt(m['run_spec_per_task']) if go else 'incl.'} "
                 f"| {fmt(m['rss_per_task_beyond_run_spec']) if go else '–'} "
                 f"| {fmt(m['helper_settled_rss_bytes'], mib) + ' / ' + fmt(m['helper_peak_rss_bytes'], mib) if go else '–'} "
+                f"| {fmt(m['helper_rss_per_task']) if go else '–'} | {fmt(m['side_rss_per_task']) if go else '–'} "
                 f"| {fmt(m['side_peak_rss_bytes'], mib) if go else '–'} "
                 f"| {fmt(m['cpu_s'], 1, 1)}{' + ' + fmt(m['helper_cpu_s'], 1, 1) if go else ''} |")
+    go_rows = [(case, kind, med[(case, kind)]) for case, kind in med
+               if kind.startswith("go") and med[(case, kind)].get("go_heap_inuse_bytes") is not None]
+    if go_rows:
+        lines += ["", "The Go runtime at the settled point (its /metrics, go_memstats_*): heap in use (live objects "
+                  "and the free room of their spans), of which live objects (heap_alloc), heap idle and not yet "
+                  "returned to the OS, stacks, and the runtime's own (span structures, GC metadata, other); MiB.", "",
+                  "| case | scheduler | RSS | heap in use | live objects | heap idle, kept | stacks | spans + GC + other "
+                  "| next GC |",
+                  "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+        for case, kind, m in go_rows:
+            kept = (m["go_heap_idle_bytes"] or 0) - (m["go_heap_released_bytes"] or 0)
+            rt = sum(m.get(f"go_{f}") or 0 for f in ("mspan_inuse_bytes", "gc_sys_bytes", "other_sys_bytes"))
+            lines.append(f"| {case} | {kind} | {fmt(m['settled_rss_bytes'], mib)} | {fmt(m['go_heap_inuse_bytes'], mib)} "
+                         f"| {fmt(m['go_heap_alloc_bytes'], mib)} | {fmt(kept, mib)} "
+                         f"| {fmt(m['go_stack_inuse_bytes'], mib)} | {fmt(rt, mib)} | {fmt(m['go_next_gc_bytes'], mib)} |")
     lines += runs_table(results, [
         ("settled s", lambda r: fmt(r.get("settle_s"), 1, 1)),
         ("before MiB", lambda r: fmt(r.get("baseline_rss_bytes"), mib)),
@@ -183,6 +238,8 @@ def markdown(results: list[dict], machine: dict) -> str:
         ("B/task", lambda r: fmt(r.get("rss_per_task"))),
         ("beyond run_spec B/task", lambda r: fmt(r.get("rss_per_task_beyond_run_spec"))),
         ("helper settled MiB", lambda r: fmt(r.get("helper_settled_rss_bytes"), mib)),
+        ("helper B/task", lambda r: fmt(r.get("helper_rss_per_task"))),
+        ("Go+helper B/task", lambda r: fmt(r.get("side_rss_per_task"))),
     ])
     return "\n".join(lines) + "\n"
 
