@@ -183,7 +183,13 @@ class GoScheduler:
             record_order_checks(self.logs())
 
     def __enter__(self):
-        return self.start()
+        # __exit__ does not run when __enter__ raises: a scheduler that
+        # never becomes ready is stopped here
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()
+            raise
 
     def __exit__(self, *exc):
         self.stop()
