@@ -54,8 +54,8 @@ const hostWireVersion = 1
 // A module adds request handlers with @host.request("op") and message
 // handlers with @host.message("op") (compat/host.py). helper_wire, whose
 // framing the host's pipe uses, comes after host, not first: it imports
-// distributed, which host.py lets happen only once it has dropped the
-// working directory from sys.path and moved fd 1 aside.
+// distributed, which host.py lets happen only once it has moved fd 1
+// aside.
 var hostModules = []pySource{
 	{"host", hostPy},
 	{"helper_wire", helperWireScript},

@@ -12,9 +12,10 @@ lengths, frames) made and read by distributed.protocol.dumps/loads, in both
 directions. The framing is helper_wire.py's read_message/write_message, the
 graph helpers' own, so the two kinds of process frame alike. Go installs
 helper_wire right after this module, never before it: helper_wire imports
-distributed, which must wait until the working directory has left sys.path
-and fd 1 has moved aside (below); the functions here import it when they
-run. Every message is a dict with a "t":
+distributed, which must wait until fd 1 has moved aside (below); the
+functions here import it when they run. (The working directory has left
+sys.path before any module runs: proc_spawn.go's bootstrap.) Every message
+is a dict with a "t":
 
     {"t": "req", "id", "op", ...}   a request; exactly one "ans" comes back
     {"t": "ans", "id", "status": "OK" | "error", ...}
@@ -53,11 +54,6 @@ import os
 import sys
 import threading
 import traceback
-
-# Like the `dask scheduler` console script, never import from the working
-# directory: a stray collections.py there would shadow the stdlib.
-if sys.path and sys.path[0] in ("", os.getcwd()):
-    del sys.path[0]
 
 WIRE_VERSION = 1
 

@@ -21,30 +21,24 @@ frames (fd 1 is redirected to stderr so that prints in user code cannot
 corrupt the stream); stderr is logged by Go.
 """
 
+import ctypes
+import functools
+import gc
+import io
+import logging
+import numbers
 import os
+import pickle
 import sys
+import textwrap
+import types
 
-# Like the `dask scheduler` console script, never import from the working
-# directory: a stray collections.py there would shadow the stdlib.
-if sys.path and sys.path[0] in ("", os.getcwd()):
-    del sys.path[0]
+import msgpack
 
-import ctypes  # noqa: E402
-import functools  # noqa: E402
-import gc  # noqa: E402
-import io  # noqa: E402
-import logging  # noqa: E402
-import numbers  # noqa: E402
-import pickle  # noqa: E402
-import textwrap  # noqa: E402
-import types  # noqa: E402
-
-import msgpack  # noqa: E402
-
-import dask  # noqa: E402
-import dask.order  # noqa: E402
-from dask._expr import LLGExpr  # noqa: E402
-from dask._task_spec import (  # noqa: E402
+import dask
+import dask.order
+from dask._expr import LLGExpr
+from dask._task_spec import (
     Alias,
     DataNode,
     GraphNode,
@@ -53,16 +47,16 @@ from dask._task_spec import (  # noqa: E402
     convert_legacy_graph,
     convert_legacy_task,
 )
-from distributed.core import error_message  # noqa: E402
-from distributed.protocol import loads  # noqa: E402
-from distributed.protocol.compression import decompress  # noqa: E402
-from distributed.protocol.serialize import merge_and_deserialize  # noqa: E402
-from distributed.protocol.pickle import dumps as pickle_dumps  # noqa: E402
-from distributed.versions import get_versions  # noqa: E402
+from distributed.core import error_message
+from distributed.protocol import loads
+from distributed.protocol.compression import decompress
+from distributed.protocol.serialize import merge_and_deserialize
+from distributed.protocol.pickle import dumps as pickle_dumps
+from distributed.versions import get_versions
 
-import helper_wire as wire  # noqa: E402
-from helper_feed import feed_setup  # noqa: E402
-from materializer_shuffle import shuffle_run, worker_plugins  # noqa: E402
+import helper_wire as wire
+from helper_feed import feed_setup
+from materializer_shuffle import shuffle_run, worker_plugins
 
 logger = logging.getLogger("daskgo.materializer")
 

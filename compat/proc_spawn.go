@@ -56,7 +56,19 @@ type proc struct {
 
 // sourcesBootstrap reads NUL-separated "name\n" + text records from fd 3
 // and runs them (pySource).
-const sourcesBootstrap = `import os, sys, types
+//
+// Its first statement drops the working directory ("", which `python -c`
+// puts first on sys.path) before anything else is imported, the bootstrap's
+// own imports included: like the `dask scheduler` console script, a
+// process of ours never imports from the directory the scheduler was
+// started in, where a stray collections.py or types.py would shadow the
+// stdlib (collections and types are not loaded at interpreter startup).
+// Every process goes through here, so no module it runs has to repeat it;
+// sys is built in, so importing it cannot be shadowed.
+const sourcesBootstrap = `import sys
+if sys.path and sys.path[0] == "":
+    del sys.path[0]
+import os, types
 with os.fdopen(3, "rb") as _f:
     _recs = _f.read().decode().split("\0")
 for _r in _recs[:-1]:

@@ -16,6 +16,7 @@ import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 BINARY = Path(os.environ.get("DASK_GO_SCHEDULER_BINARY", ROOT / "bin" / "dask-go-scheduler"))
@@ -126,14 +127,16 @@ def logs_when(read, holds, timeout: float = 10.0) -> str:
 
 
 class GoScheduler:
-    """The Go binary on 127.0.0.1 with a free port and a scheduler file."""
+    """The Go binary on 127.0.0.1 with a free port and a scheduler file;
+    it runs in cwd when given (the test's own working directory if not)."""
 
-    def __init__(self, tmp: Path, *args: str, env: dict | None = None):
+    def __init__(self, tmp: Path, *args: str, env: dict | None = None, cwd: Path | None = None):
         self.tmp = Path(tmp)
         self.scheduler_file = self.tmp / "scheduler.json"
         self.log_path = self.tmp / "scheduler.log"
         self.args = list(args)
         self.env = env
+        self.cwd = cwd
         self.proc: subprocess.Popen | None = None
         self.address = ""
 
@@ -151,6 +154,7 @@ class GoScheduler:
             stdout=self.log,
             stderr=subprocess.STDOUT,
             env=env,
+            cwd=self.cwd,
         )
 
         def ready():
@@ -179,7 +183,13 @@ class GoScheduler:
             record_order_checks(self.logs())
 
     def __enter__(self):
-        return self.start()
+        # __exit__ does not run when __enter__ raises: a scheduler that
+        # never becomes ready is stopped here
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()
+            raise
 
     def __exit__(self, *exc):
         self.stop()
@@ -241,13 +251,13 @@ class Workers:
 
 @contextmanager
 def running_cluster(tmp: Path, start_workers, n_workers: int, env: dict | None = None,
-                    join_timeout: float = 60, scheduler: type[GoScheduler] = GoScheduler):
-    """A Go scheduler (or another kind: PyScheduler), with env added to its
-    environment, and the stock workers start_workers(sched, workers)
-    starts; yields the scheduler once all n_workers have joined (within
-    join_timeout seconds), and stops every process on exit. The scheduler
-    starts inside the try, so one that never writes its scheduler file is
-    stopped too."""
+                    join_timeout: float = 60, scheduler: Callable[..., GoScheduler] = GoScheduler):
+    """A Go scheduler (or another kind: PyScheduler; or a partial of one
+    with more arguments), with env added to its environment, and the stock
+    workers start_workers(sched, workers) starts; yields the scheduler once
+    all n_workers have joined (within join_timeout seconds), and stops every
+    process on exit. The scheduler starts inside the try, so one that never
+    writes its scheduler file is stopped too."""
     from distributed import Client
 
     sched = scheduler(tmp, env=env)

@@ -14,7 +14,7 @@ import pytest
 from distributed import Client, get_task_stream, wait
 from distributed.diagnostics.plugin import NannyPlugin, WorkerPlugin
 
-from cluster import GoScheduler, Workers, wait_for
+from cluster import Workers, running_cluster, wait_for
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -24,22 +24,19 @@ def cluster(tmp_path_factory):
     """The Go scheduler and two stock workers, w1 and w2: every test starts
     with exactly these two. A test that needs more starts them with
     own_worker, which stops them by PID, and waits for the scheduler to
-    drop them, when the test ends."""
+    drop them, when the test ends. Yields (scheduler, its directory)."""
     tmp = tmp_path_factory.mktemp("ops")
     # The AMM's ReduceReplicas undoes Client.replicate within an interval,
     # in distributed too; off here so the replica counts these tests read
     # are not raced by it (tests/test_amm.py covers the AMM).
-    sched = GoScheduler(tmp, env={"DASK_DISTRIBUTED__SCHEDULER__ACTIVE_MEMORY_MANAGER__START": "False"}).start()
-    workers = Workers(tmp)
-    try:
+    env = {"DASK_DISTRIBUTED__SCHEDULER__ACTIVE_MEMORY_MANAGER__START": "False"}
+
+    def two_workers(sched, workers):
         workers.start(sched.address, "w1")
         workers.start(sched.address, "w2")
-        with Client(sched.address, timeout=30) as c:
-            c.wait_for_workers(2, timeout=60)
-        yield sched, workers, tmp
-    finally:
-        workers.stop()
-        sched.stop()
+
+    with running_cluster(tmp, two_workers, 2, env=env) as sched:
+        yield sched, tmp
 
 
 @pytest.fixture
@@ -62,7 +59,7 @@ def own_worker(cluster, client, name: str):
     with block; yields its address. Stopped by PID at the end (also on
     failure); on success, the scheduler must also have dropped it, so the
     next test finds w1 and w2 alone again."""
-    sched, _, tmp = cluster
+    sched, tmp = cluster
     workers = Workers(tmp)
     try:
         workers.start(sched.address, name)
@@ -182,7 +179,7 @@ def test_rebalance_moves_data_without_copying_or_recomputing(client, tmp_path):
 
 
 def test_upload_file_makes_module_importable(client, cluster):
-    tmp = cluster[2]
+    tmp = cluster[1]
     mod = tmp / "ops_uploaded_mod.py"
     mod.write_text("def answer():\n    return 42\n")
     client.upload_file(str(mod))
@@ -208,7 +205,7 @@ class MarkerPlugin(WorkerPlugin):
 
 
 def test_worker_plugin_setup_runs_on_later_worker(client, cluster):
-    sched, workers, tmp = cluster
+    _, tmp = cluster
     marks = tmp / "plugin-marks"
     marks.mkdir()
     client.register_plugin(MarkerPlugin(str(marks)), name="marker")
@@ -261,7 +258,7 @@ class NannyMarker(NannyPlugin):
 def test_nanny_plugin_setup_runs_on_current_and_later_nannies(client, cluster):
     """A NannyPlugin goes to the running nannies at once and, through the
     register_nanny reply, to a nanny that starts later."""
-    sched, workers, tmp = cluster
+    _, tmp = cluster
     marks = tmp / "nanny-marks"
     marks.mkdir()
     client.register_plugin(NannyMarker(str(marks)), name="nanny-marker")

@@ -200,9 +200,10 @@ def go_and_two_workers(tmp_path, *a_args, sched_env=None):
     """Our binary (extra environment sched_env), worker a (extra flags a_args)
     and worker b, stock `dask worker`s; yields (scheduler, workers, client,
     address of a, address of b)."""
-    sched = GoProcess(tmp_path, env={ORDER_CHECK: "True", **(sched_env or {})}).start()
+    sched = GoProcess(tmp_path, env={ORDER_CHECK: "True", **(sched_env or {})})
     workers = Workers(tmp_path)
     try:
+        sched.start()
         a = workers.start(sched.address, "a", *a_args)
         workers.start(sched.address, "b")
         with Client(sched.address, timeout=30) as c:

@@ -13,7 +13,7 @@ import os
 import signal
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 
 import pytest
 from dask.sizeof import sizeof
@@ -21,22 +21,18 @@ from distributed import Client, get_task_metadata
 from distributed.cluster_dump import DumpArtefact
 from distributed.diagnostics import MemorySampler
 
-from cluster import GoScheduler, PyScheduler, Workers, wait_for
+from cluster import GoScheduler, PyScheduler, Workers, two_worker_cluster, wait_for
 
 pytestmark = pytest.mark.timeout(600)
 
 KINDS = ("py", "go")
+SCHEDULERS = {"py": PyScheduler, "go": GoScheduler}
 
 
 class Cluster:
-    def __init__(self, kind: str, tmp):
+    def __init__(self, kind: str, sched: GoScheduler):
         self.kind = kind
-        self.sched = (PyScheduler if kind == "py" else GoScheduler)(tmp).start()
-        self.workers = Workers(tmp)
-        for name in ("w0", "w1"):
-            self.workers.start(self.sched.address, name)
-        with self.client() as c:
-            c.wait_for_workers(2, timeout=120)
+        self.sched = sched
 
     @property
     def address(self) -> str:
@@ -45,24 +41,18 @@ class Cluster:
     def client(self) -> Client:
         return Client(self.sched.address, timeout=60)
 
-    def stop(self):
-        self.workers.stop()
-        self.sched.stop()
-
 
 @pytest.fixture(scope="module")
 def clusters(tmp_path_factory):
     """A Python and a Go scheduler, each with two stock nanny workers named
     w0 and w1, shared by the module's tests (each test uses fresh Clients
     and leaves the cluster with its two workers)."""
-    started = {}
-    try:
+    with ExitStack() as stack:
+        started = {}
         for kind in KINDS:
-            started[kind] = Cluster(kind, tmp_path_factory.mktemp(f"debug-{kind}"))
+            tmp = tmp_path_factory.mktemp(f"debug-{kind}")
+            started[kind] = Cluster(kind, stack.enter_context(two_worker_cluster(tmp, scheduler=SCHEDULERS[kind])))
         yield started
-    finally:
-        for c in started.values():
-            c.stop()
 
 
 @contextmanager

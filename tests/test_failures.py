@@ -31,9 +31,10 @@ def fresh_cluster(tmp_path):
     """A scheduler and two workers of our own: these tests kill workers."""
 
     def make(*scheduler_args, env=None):
-        sched = GoScheduler(tmp_path, *scheduler_args, env=env).start()
+        sched = GoScheduler(tmp_path, *scheduler_args, env=env)
         workers = Workers(tmp_path)
-        cleanup.append((sched, workers))
+        cleanup.append((sched, workers))  # before start: stopped also if it never gets ready
+        sched.start()
         workers.start(sched.address, "k1", env=env)
         workers.start(sched.address, "k2", env=env)
         return sched, workers
@@ -220,9 +221,10 @@ def test_no_workers_timeout_fails_tasks_no_worker_can_run(tmp_path):
     from distributed.scheduler import NoValidWorkerError, NoWorkerError
 
     env = {"DASK_DISTRIBUTED__SCHEDULER__NO_WORKERS_TIMEOUT": "1s"}
-    sched = GoScheduler(tmp_path, env=env).start()
+    sched = GoScheduler(tmp_path, env=env)
     workers = Workers(tmp_path)
     try:
+        sched.start()
         with Client(sched.address, timeout=30) as c:
             alone = c.submit(slow_inc, 1, delay=0, key="no-worker-at-all")
             time.sleep(0.5)

@@ -42,9 +42,10 @@ def cluster(tmp_path):
     target = tmp_path / "site"
     target.mkdir()
     env = {"PYTHONPATH": os.pathsep.join([str(TESTS), str(target)])}
-    sched = GoScheduler(tmp_path, env=env).start()
+    sched = GoScheduler(tmp_path, env=env)
     workers = Workers(tmp_path)
     try:
+        sched.start()
         for name in ("w0", "w1"):
             workers.start(sched.address, name, env=env)
         with Client(sched.address, timeout=60) as c:

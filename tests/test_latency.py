@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from distributed import Client
 
-from cluster import PyScheduler, Workers, python_env, running_cluster, stop
+from cluster import PyScheduler, python_env, running_cluster, stop
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -59,15 +59,16 @@ def inc(x):
     return x + 1
 
 
+def two_workers(sched, workers):
+    """w1 and w2, two threads each: both clusters' workers."""
+    workers.start(sched.address, "w1", nthreads=2, env={"PYTHONPATH": str(Path(__file__).parent)})
+    workers.start(sched.address, "w2", nthreads=2, env={"PYTHONPATH": str(Path(__file__).parent)})
+
+
 @pytest.fixture(scope="module")
 def go_cluster(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("latency")
-
-    def start(sched, workers):
-        workers.start(sched.address, "w1", nthreads=2, env={"PYTHONPATH": str(Path(__file__).parent)})
-        workers.start(sched.address, "w2", nthreads=2, env={"PYTHONPATH": str(Path(__file__).parent)})
-
-    with running_cluster(tmp, start, 2) as sched:
+    with running_cluster(tmp, two_workers, 2) as sched:
         yield sched
 
 
@@ -119,17 +120,8 @@ def flood_round_trips(address: str) -> tuple[list[float], list[float]]:
 def py_cluster(tmp_path_factory):
     """Stock `dask scheduler` with the same two workers: the reference."""
     tmp = tmp_path_factory.mktemp("latency-py")
-    sched = PyScheduler(tmp).start()
-    workers = Workers(tmp)
-    try:
-        for name in ("w1", "w2"):
-            workers.start(sched.address, name, nthreads=2, env={"PYTHONPATH": str(Path(__file__).parent)})
-        with Client(sched.address, timeout=30) as c:
-            c.wait_for_workers(2, timeout=60)
+    with running_cluster(tmp, two_workers, 2, scheduler=PyScheduler) as sched:
         yield sched
-    finally:
-        workers.stop()
-        sched.stop()
 
 
 def test_flood_of_tiny_graphs_does_not_starve_another_client(go_cluster, py_cluster):

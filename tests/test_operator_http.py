@@ -69,8 +69,8 @@ class GoCluster:
         self.n = n_workers
 
     def __enter__(self):
-        self.sched.start()
         try:
+            self.sched.start()
             for i in range(self.n):
                 self.workers.start(self.sched.address, f"w{i}", nthreads=2)
             with Client(self.sched.address, timeout=30) as c:

@@ -160,9 +160,10 @@ def test_worker_sigkilled_during_p2p_shuffle(tmp_path):
     others, restarts the shuffle on the survivors, and the result is right."""
     import dask.dataframe as dd
 
-    sched = GoScheduler(tmp_path).start()
+    sched = GoScheduler(tmp_path)
     workers = Workers(tmp_path)
     try:
+        sched.start()
         for name in ("n1", "n2", "n3"):
             workers.start(sched.address, name, "--no-nanny")
         with Client(sched.address, timeout=30) as c:

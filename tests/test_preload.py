@@ -24,9 +24,10 @@ def inc(x):
 def test_preload_with_click_option_registers_plugin_and_handler(tmp_path):
     done = tmp_path / "teardown.txt"
     sched = GoScheduler(tmp_path, "--preload", "preload_fixture", "--greeting", "bonjour",
-                        "--teardown-file", str(done)).start(timeout=120)
+                        "--teardown-file", str(done))
     workers = Workers(tmp_path)
     try:
+        sched.start(timeout=120)
         workers.start(sched.address, "w0")
         with Client(sched.address, timeout=60) as c:
             c.wait_for_workers(1, timeout=60)
@@ -49,8 +50,8 @@ def test_preload_with_click_option_registers_plugin_and_handler(tmp_path):
 def test_preload_from_config(tmp_path):
     sched = GoScheduler(tmp_path, env={"DASK_DISTRIBUTED__SCHEDULER__PRELOAD": "preload_fixture",
                                        "DASK_DISTRIBUTED__SCHEDULER__PRELOAD_ARGV": '["--greeting", "hi"]'})
-    sched.start(timeout=120)
     try:
+        sched.start(timeout=120)
         with Client(sched.address, timeout=60) as c:
             assert c.sync(c.scheduler.greet, name="config") == "hi, config"
             assert c.run_on_scheduler(lambda dask_scheduler: list(dask_scheduler.plugins)) == ["preloaded"]

@@ -22,41 +22,31 @@ from distributed.core import CommClosedError, clean_exception, connect
 from distributed.diagnostics.progressbar import MultiProgressBar, ProgressBar, TextProgressBar
 from distributed.protocol.pickle import dumps
 
-from cluster import GoScheduler, PyScheduler, Workers
+from cluster import GoScheduler, PyScheduler, two_worker_cluster
 
 pytestmark = pytest.mark.timeout(300)
 
 KINDS = ("py", "go")
+SCHEDULERS = {"py": PyScheduler, "go": GoScheduler}
 
 
 class Cluster:
-    def __init__(self, kind: str, tmp):
-        self.sched = (PyScheduler if kind == "py" else GoScheduler)(tmp).start()
-        self.workers = Workers(tmp)
-        for name in ("w0", "w1"):
-            self.workers.start(self.sched.address, name)
-        with Client(self.sched.address, timeout=60) as c:
-            c.wait_for_workers(2, timeout=120)
+    def __init__(self, sched: GoScheduler):
+        self.sched = sched
 
     def client(self) -> Client:
         return Client(self.sched.address, timeout=60)
-
-    def stop(self):
-        self.workers.stop()
-        self.sched.stop()
 
 
 @pytest.fixture(scope="module")
 def clusters(tmp_path_factory):
     """A Python and a Go scheduler, each with two stock nanny workers."""
-    started = {}
-    try:
+    with contextlib.ExitStack() as stack:
+        started = {}
         for kind in KINDS:
-            started[kind] = Cluster(kind, tmp_path_factory.mktemp(f"progress-{kind}"))
+            tmp = tmp_path_factory.mktemp(f"progress-{kind}")
+            started[kind] = Cluster(stack.enter_context(two_worker_cluster(tmp, scheduler=SCHEDULERS[kind])))
         yield started
-    finally:
-        for c in started.values():
-            c.stop()
 
 
 def slowinc(x, delay=0.01):

@@ -15,7 +15,7 @@ import urllib.request
 import pytest
 from distributed import Client, wait
 
-from cluster import GoScheduler, PyScheduler, Workers, wait_for
+from cluster import PyScheduler, Workers, two_worker_cluster, wait_for
 from plugins_fixture import Gated, Raising, Recorder
 
 pytestmark = pytest.mark.timeout(300)
@@ -36,29 +36,10 @@ def raised(fut):
     return type(fut.exception()).__name__ if fut.status == "error" else None
 
 
-def start_cluster(tmp, sched_cls):
-    sched = sched_cls(tmp).start()
-    workers = Workers(tmp)
-    try:
-        for name in ("w0", "w1"):
-            workers.start(sched.address, name)
-        with Client(sched.address, timeout=60) as c:
-            c.wait_for_workers(2, timeout=120)
-    except BaseException:
-        workers.stop()
-        sched.stop()
-        raise
-    return sched, workers
-
-
 @pytest.fixture(scope="module")
 def go(tmp_path_factory):
-    sched, workers = start_cluster(tmp_path_factory.mktemp("plugins-go"), GoScheduler)
-    try:
+    with two_worker_cluster(tmp_path_factory.mktemp("plugins-go")) as sched:
         yield sched
-    finally:
-        workers.stop()
-        sched.stop()
 
 
 def plugin_state(c, name, attr):
@@ -100,12 +81,8 @@ def run_recorded_graph(address, prefix):
 
 def test_transitions_equal_pythons(go, tmp_path):
     got = run_recorded_graph(go.address, "cmp-")
-    py, workers = start_cluster(tmp_path, PyScheduler)
-    try:
+    with two_worker_cluster(tmp_path, scheduler=PyScheduler) as py:
         want = run_recorded_graph(py.address, "cmp-")
-    finally:
-        workers.stop()
-        py.stop()
     transitions, kwargs, calls, started = got
     assert started is True
     assert sum(map(len, transitions.values())) == sum(map(len, want[0].values()))

@@ -36,9 +36,10 @@ def read_span(dask_scheduler, span_id):
 
 def run(kind: str, tmp) -> tuple[dict, dict]:
     tmp.mkdir()
-    sched = (PyScheduler if kind == "py" else GoScheduler)(tmp).start()
+    sched = (PyScheduler if kind == "py" else GoScheduler)(tmp)
     workers = Workers(tmp)
     try:
+        sched.start()
         for name in ("w0", "w1"):
             workers.start(sched.address, name)
         with Client(sched.address, timeout=60) as c:

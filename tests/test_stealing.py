@@ -37,9 +37,10 @@ def run_backlog(tmp_path, stealing: bool):
         "    worker-saturation: inf\n"
         f"    work-stealing: {'true' if stealing else 'false'}\n"
     )
-    sched = GoScheduler(tmp_path, "--config", str(cfg)).start()
+    sched = GoScheduler(tmp_path, "--config", str(cfg))
     workers = Workers(tmp_path)
     try:
+        sched.start()
         workers.start(sched.address, "w0", nthreads=1)
         with Client(sched.address, timeout=30) as c:
             c.wait_for_workers(1, timeout=60)

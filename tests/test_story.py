@@ -7,6 +7,7 @@ the queue, a root placed by co-assignment and a task moved by stealing."""
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 
 import pytest
 from distributed import Client
@@ -43,19 +44,27 @@ def placements(story: list[tuple]) -> list[dict]:
     return [r[7] for r in story if r[7] is not None]
 
 
+@contextmanager
 def cluster(tmp_path, config: str, n_workers: int, nthreads: int = 1):
+    """The Go scheduler with config (distributed.scheduler's keys) and
+    n_workers stock workers, w0...; yields (scheduler, workers) and stops
+    them all on exit, also when one never gets ready."""
     cfg = tmp_path / "dask.yaml"
     cfg.write_text("distributed:\n  scheduler:\n" + config)
-    sched = GoScheduler(tmp_path, "--config", str(cfg)).start()
+    sched = GoScheduler(tmp_path, "--config", str(cfg))
     workers = Workers(tmp_path)
-    for i in range(n_workers):
-        workers.start(sched.address, f"w{i}", nthreads=nthreads)
-    return sched, workers
+    try:
+        sched.start()
+        for i in range(n_workers):
+            workers.start(sched.address, f"w{i}", nthreads=nthreads)
+        yield sched, workers
+    finally:
+        workers.stop()
+        sched.stop()
 
 
 def test_story_of_a_plain_task(tmp_path):
-    sched, workers = cluster(tmp_path, "    worker-saturation: 1.1\n", 2)
-    try:
+    with cluster(tmp_path, "    worker-saturation: 1.1\n", 2) as (sched, workers):
         with Client(sched.address, timeout=30) as c:
             c.wait_for_workers(2, timeout=60)
             fut = c.submit(inc, 1)
@@ -66,16 +75,12 @@ def test_story_of_a_plain_task(tmp_path):
             (placed,) = [r[7] for r in story if r[3] == "processing"]
             assert placed["worker"] in c.scheduler_info()["workers"], placed
             assert placed["rule"] == "idle" and "no dependencies" in placed["reason"], placed
-    finally:
-        workers.stop()
-        sched.stop()
 
 
 def test_story_of_a_queued_root(tmp_path):
     # one worker, one thread, saturation 1.0: one slot; the rest of the
     # 12 roots wait in the queue
-    sched, workers = cluster(tmp_path, "    worker-saturation: 1.0\n", 1)
-    try:
+    with cluster(tmp_path, "    worker-saturation: 1.0\n", 1) as (sched, workers):
         with Client(sched.address, timeout=30) as c:
             c.wait_for_workers(1, timeout=60)
             futs = c.map(inc, range(12), pure=False)
@@ -87,17 +92,13 @@ def test_story_of_a_queued_root(tmp_path):
             assert ("waiting", "queued") in [(r[2], r[3]) for r in story], story
             queued = next(p for p in placements(story) if p["rule"] == "queued")
             assert "no running worker has a free slot" in queued["reason"], queued
-    finally:
-        workers.stop()
-        sched.stop()
 
 
 def test_story_of_a_co_assigned_root(tmp_path):
     import dask.array as da
     from distributed import get_task_stream
 
-    sched, workers = cluster(tmp_path, "    worker-saturation: 1.0\n    root-task-co-assignment: true\n", 2)
-    try:
+    with cluster(tmp_path, "    worker-saturation: 1.0\n    root-task-co-assignment: true\n", 2) as (sched, workers):
         with Client(sched.address, timeout=30) as c:
             c.wait_for_workers(2, timeout=60)
             with get_task_stream(c) as ts:
@@ -109,16 +110,12 @@ def test_story_of_a_co_assigned_root(tmp_path):
             fams = [r[7] for r in story if r[7] is not None and r[7]["rule"] == "co-family"]
             assert fams, [r[7] for r in story]
             assert all("co-assignment" in p["reason"] and p["worker"] for p in fams), fams
-    finally:
-        workers.stop()
-        sched.stop()
 
 
 def test_story_of_a_stolen_task(tmp_path):
     # withholding off: all 30 tasks of 0.5 s go to the only worker; a
     # second one joins and work stealing moves some over
-    sched, workers = cluster(tmp_path, "    worker-saturation: inf\n    work-stealing: true\n", 1)
-    try:
+    with cluster(tmp_path, "    worker-saturation: inf\n    work-stealing: true\n", 1) as (sched, workers):
         with Client(sched.address, timeout=30) as c:
             c.wait_for_workers(1, timeout=60)
             futs = c.map(slow, range(30), pure=False)
@@ -134,6 +131,3 @@ def test_story_of_a_stolen_task(tmp_path):
             late = [a for a, w in c.scheduler_info()["workers"].items() if w["name"] == "w-late"]
             assert all(p["worker"] == late[0] for p in stolen), stolen
             assert all("stolen from" in p["reason"] and "occupancy" in p["reason"] for p in stolen), stolen
-    finally:
-        workers.stop()
-        sched.stop()

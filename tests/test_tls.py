@@ -145,9 +145,10 @@ def tls_cluster(tmp_path):
     flags = ["--tls-ca-file", str(ca.path), "--tls-cert", cert, "--tls-key", key]
     env = {"DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": f"{CONNECT_TIMEOUT}s",
            "DASK_DISTRIBUTED__COMM__TLS__MIN_VERSION": "1.3"}
-    sched = GoScheduler(tmp_path, *flags, "--log-level", "debug", env=env).start()
+    sched = GoScheduler(tmp_path, *flags, "--log-level", "debug", env=env)
     workers = Workers(tmp_path)
     try:
+        sched.start()
         assert sched.address.startswith("tls://127.0.0.1:"), sched.address
         for i in range(2):
             workers.start(sched.address, f"w{i}", *flags, "--host", "tls://127.0.0.1", nthreads=2)
@@ -275,9 +276,11 @@ def test_plain_tcp_is_refused_when_encryption_is_required(tmp_path):
     ca = CA(tmp_path, "cluster")
     cert, key = ca.leaf("peer")
     sched = GoScheduler(tmp_path, "--protocol", "tcp", "--tls-ca-file", str(ca.path), "--tls-cert", cert, "--tls-key", key)
-    with pytest.raises(RuntimeError, match="exited"):
-        sched.start(timeout=20)
-    sched.stop()
+    try:
+        with pytest.raises(RuntimeError, match="exited"):
+            sched.start(timeout=20)
+    finally:
+        sched.stop()  # also one that started after all, or is still starting
     assert "encryption required" in sched.logs()
 
 
@@ -293,8 +296,9 @@ def test_dashboard_over_https(tmp_path):
     port = free_port()
     sched = GoScheduler(tmp_path, "--dashboard-address", f"127.0.0.1:{port}",
                         env={"DASK_DISTRIBUTED__SCHEDULER__DASHBOARD__TLS__CERT": cert,
-                             "DASK_DISTRIBUTED__SCHEDULER__DASHBOARD__TLS__KEY": key}).start()
+                             "DASK_DISTRIBUTED__SCHEDULER__DASHBOARD__TLS__KEY": key})
     try:
+        sched.start()
         ctx = ssl.create_default_context(cafile=str(ca.path))
         ctx.check_hostname = False
         with urllib.request.urlopen(f"https://127.0.0.1:{port}/health", context=ctx, timeout=10) as r:

@@ -55,9 +55,10 @@ MODES = {
 def test_slot_limit_and_results(tmp_path, mode):
     cfg = tmp_path / "dask.yaml"
     cfg.write_text("distributed:\n  scheduler:\n    " + MODES[mode])
-    sched = GoScheduler(tmp_path, "--config", str(cfg)).start()
+    sched = GoScheduler(tmp_path, "--config", str(cfg))
     workers = Workers(tmp_path)
     try:
+        sched.start()
         workers.start(sched.address, "w1", nthreads=1)
         workers.start(sched.address, "w2", nthreads=1)
         with Client(sched.address, timeout=30) as c:

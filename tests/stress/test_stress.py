@@ -48,9 +48,10 @@ def cluster(tmp_path):
     def start(n_workers: int, nthreads: int = 1, env: dict | None = None, extra_worker_args=()):
         env = stress_env(env)
         # --heap-profile: a case that does not settle dumps the goroutines
-        sched = GoScheduler(tmp_path, "--heap-profile", str(tmp_path / "heap"), env=env).start()
+        sched = GoScheduler(tmp_path, "--heap-profile", str(tmp_path / "heap"), env=env)
         workers = Workers(tmp_path)
-        started.append((sched, workers))
+        started.append((sched, workers))  # before start: stopped also if it never gets ready
+        sched.start()
         for i in range(n_workers):
             workers.start(sched.address, f"s{i}", *extra_worker_args, nthreads=nthreads, env=env)
         with Client(sched.address, timeout=30) as c:
@@ -412,9 +413,10 @@ def test_fan_out_beyond_the_pool_limit(tmp_path):
 
     hosts_n, per_host = scaled(3, 5), scaled(10, 40)
     n = hosts_n * per_host
-    sched = GoScheduler(tmp_path, env=stress_env({"DASK_DISTRIBUTED__SCHEDULER__CONNECTION_LIMIT": "8"})).start()
+    sched = GoScheduler(tmp_path, env=stress_env({"DASK_DISTRIBUTED__SCHEDULER__CONNECTION_LIMIT": "8"}))
     hosts = WorkerHosts(tmp_path, stress_env())
     try:
+        sched.start()
         for h in range(hosts_n):
             hosts.start(sched.address, per_host, f"fan{h}")
         case = Case(f"fan-out to {n} workers through a pool of 8 connections", sched.address, sched.proc.pid)

@@ -40,9 +40,10 @@ def test_worker_storm_connects_then_all_killed_while_a_client_computes(tmp_path)
     hosts_n, per_host = scaled(2, 20), scaled(20, 50)
     n = hosts_n * per_host
     tasks, delay, late_n = scaled(600, 20_000), 0.1, scaled(20, 50)
-    sched = GoScheduler(tmp_path, env=stress_env()).start()
+    sched = GoScheduler(tmp_path, env=stress_env())
     hosts, late = WorkerHosts(tmp_path, stress_env()), WorkerHosts(tmp_path, stress_env())
     try:
+        sched.start()
         case = Case(f"storm: {n} workers connect at once while a client computes, then all SIGKILLed",
                     sched.address, sched.proc.pid)
         with case, Client(sched.address, timeout=60) as c:
@@ -94,10 +95,11 @@ def test_heartbeat_flood_does_not_starve_other_workers(tmp_path):
     binary = zero_worker()
     stock_n, flood_s, conns = scaled(4, 8), scaled(8, 120), 8
     env = stress_env({"DASK_DISTRIBUTED__SCHEDULER__WORKER_TTL": "1s"})
-    sched = GoScheduler(tmp_path, env=env).start()
+    sched = GoScheduler(tmp_path, env=env)
     hosts = WorkerHosts(tmp_path, stress_env())
     flooder = None
     try:
+        sched.start()
         hosts.start(sched.address, stock_n, "calm")
         port = int(sched.address.rsplit(":", 1)[1])
         # the baseline once every stock worker has its heartbeat connection
