@@ -348,3 +348,23 @@ func TestEmptyAMMPolicyListTurnsTheAMMOff(t *testing.T) {
 		t.Fatal("AMM on with an empty policy list")
 	}
 }
+
+// A tcp timeout under 11 s works here but makes every stock dask process
+// reading the same configuration fail its connections: the scheduler says
+// so at start, naming the key; the default says nothing.
+func TestWarningsNameATCPTimeoutStockProcessesRefuse(t *testing.T) {
+	env := func(kv ...string) ConfigSources { return ConfigSources{Paths: []string{}, Env: kv} }
+	warnings := func(src ConfigSources) []string { s := load(t, src); return s.Warnings() }
+	if w := warnings(env()); len(w) != 0 {
+		t.Fatalf("defaults warn: %q", w)
+	}
+	if w := warnings(env("DASK_DISTRIBUTED__COMM__TIMEOUTS__TCP=11s")); len(w) != 0 {
+		t.Fatalf("11 s, the least distributed accepts, warns: %q", w)
+	}
+	for value, ours := range map[string]string{"5s": "at 5s", "0": "its default, 30s"} {
+		w := warnings(env("DASK_DISTRIBUTED__COMM__TIMEOUTS__TCP=" + value))
+		if len(w) != 1 || !strings.Contains(w[0], "distributed.comm.timeouts.tcp") || !strings.Contains(w[0], ours) {
+			t.Errorf("tcp timeout %s: warnings %q, want one naming the key and %q", value, w, ours)
+		}
+	}
+}

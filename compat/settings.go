@@ -186,6 +186,29 @@ func SchedulerSettingsFrom(v *viper.Viper) (SchedulerSettings, error) {
 	return s, s.Validate()
 }
 
+// minStockTCPTimeout is the least distributed.comm.timeouts.tcp a stock
+// dask process accepts: distributed.comm.tcp.set_tcp_timeout asserts
+// timeout >= nprobes + 1 (10 keepalive probes) on every connection it makes.
+const minStockTCPTimeout = 11 * time.Second
+
+// Warnings names values this scheduler works with but stock dask processes
+// reading the same configuration refuse. A config file is usually shared by
+// the scheduler and its workers and clients; said at the scheduler's start,
+// the cause shows before the workers fail to connect.
+func (s *SchedulerSettings) Warnings() []string {
+	var w []string
+	if d := s.TCPTimeout; d < minStockTCPTimeout {
+		ours := "keepalive and TCP_USER_TIMEOUT at " + d.String()
+		if d == 0 { // negative is refused by Validate
+			ours = "its default, 30s,"
+		}
+		w = append(w, fmt.Sprintf("distributed.comm.timeouts.tcp: %s is under %s; this scheduler uses %s, "+
+			"but a stock dask process with the same configuration fails every connection it makes "+
+			"(distributed.comm.tcp.set_tcp_timeout asserts timeout >= 11 s)", d, minStockTCPTimeout, ours))
+	}
+	return w
+}
+
 // Validate rejects values the scheduler cannot work with, naming the dask
 // key of each.
 func (s *SchedulerSettings) Validate() error {

@@ -126,6 +126,9 @@ func run(o options) error {
 	if err != nil {
 		return fmt.Errorf("invalid configuration: %w", err)
 	}
+	for _, w := range settings.Warnings() {
+		log.Warn().Msg(w)
+	}
 	cfg, err := serverConfig(o, settings, log)
 	if err != nil {
 		return err
