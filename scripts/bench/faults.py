@@ -37,13 +37,12 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import psutil
 
-from procs import ROOT, Scheduler, python_env, record_failure, run_interleaved, stop, tail
+from procs import ROOT, Scheduler, python_env, record_failure, run_interleaved, scrape_metrics, stop, tail
 from report import group_medians, runs_table, write_named
 
 NAME = "faults"
@@ -175,12 +174,10 @@ class LockWatch:
     def _run(self) -> None:
         while not self._stop.wait(1.0):
             try:
-                text = urllib.request.urlopen(self.url, timeout=5).read().decode()
+                samples = scrape_metrics(self.url, timeout=5)
             except OSError:
                 continue
-            for line in text.splitlines():
-                if line.startswith("dask_scheduler_engine_lock_held_maximum_seconds "):
-                    self.largest = max(self.largest, float(line.split()[1]))
+            self.largest = max(self.largest, samples.get("dask_scheduler_engine_lock_held_maximum_seconds", 0.0))
 
     def start(self) -> "LockWatch":
         self._thread.start()

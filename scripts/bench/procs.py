@@ -22,6 +22,7 @@ import tempfile
 import sys
 import threading
 import time
+import urllib.request
 from pathlib import Path
 
 import psutil
@@ -189,6 +190,20 @@ def record_failure(rec: dict, error: BaseException, failures_log: Path, title: s
     rec["traceback"] = traceback.format_exc()
     with failures_log.open("a") as f:
         f.write(f"=== {title}\n{rec['traceback']}\n{logs}\n")
+
+
+def scrape_metrics(url: str, timeout: float = 10) -> dict[str, float]:
+    """The samples of a Prometheus text page (a scheduler's /metrics): name,
+    with its labels if any, -> value. Raises OSError when the page does not
+    answer."""
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        text = r.read().decode()
+    samples = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            samples[name] = float(value)
+    return samples
 
 
 def tail(path: Path, n: int = 3000) -> str:

@@ -27,11 +27,10 @@ from __future__ import annotations
 import json
 import time
 import traceback
-import urllib.request
 from pathlib import Path
 
 from overhead import tree_graph
-from procs import Sampler, Scheduler, run_interleaved
+from procs import Sampler, Scheduler, run_interleaved, scrape_metrics
 from report import group_medians, runs_table, write_named
 
 NAME = "waiting"
@@ -66,16 +65,10 @@ def go_memstats(scheduler_file: Path) -> dict:
     """go_memstats_* of a Go scheduler ({} when /metrics does not answer)."""
     try:
         port = json.loads(scheduler_file.read_text())["services"]["dashboard"]
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
-            text = r.read().decode()
+        samples = scrape_metrics(f"http://127.0.0.1:{port}/metrics")
     except (OSError, ValueError, KeyError):
         return {}
-    out = {}
-    for line in text.splitlines():
-        name, _, value = line.partition(" ")
-        if name.startswith("go_memstats_") and name[len("go_memstats_"):] in GO_MEMSTATS:
-            out["go_" + name[len("go_memstats_"):]] = float(value)
-    return out
+    return {f"go_{f}": samples[f"go_memstats_{f}"] for f in GO_MEMSTATS if f"go_memstats_{f}" in samples}
 
 
 def wait_idle(sampler: Sampler, timeout: float) -> float:
