@@ -101,6 +101,15 @@ def stop(proc: subprocess.Popen, grace: float = 10.0) -> None:
         proc.wait(5)
 
 
+def scheduler_workers(client) -> dict:
+    """The scheduler's workers now, by address, as identity(n_workers=-1)
+    answers. Not Client.scheduler_info(): it fetches the same, then returns
+    the client's cached copy, which the client's own periodic update
+    (identity with n_workers=0, so no workers) may replace in between; a
+    check then sees every worker gone, or an awaited removal done."""
+    return client.sync(client.scheduler.identity, n_workers=-1)["workers"]
+
+
 def wait_for(predicate, timeout: float, what: str, proc: subprocess.Popen | None = None):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -15,7 +15,7 @@ import pytest
 from distributed import Client, wait
 
 import stress_tasks
-from cluster import GoScheduler, stop, wait_for
+from cluster import GoScheduler, scheduler_workers, stop, wait_for
 from stress import Case, WorkerHosts, connections, scaled
 from test_stress import stress_env
 
@@ -59,7 +59,7 @@ def test_worker_storm_connects_then_all_killed_while_a_client_computes(tmp_path)
             c.wait_for_workers(n + 2, timeout=scaled(120, 900))
             case.result.notes.append(f"{n} storm workers registered {time.monotonic() - t0:.1f} s after the "
                                      "last host was started")
-            storm_addrs = {a for a, w in c.scheduler_info(n_workers=-1)["workers"].items() if w["name"].startswith("storm")}
+            storm_addrs = {a for a, w in scheduler_workers(c).items() if w["name"].startswith("storm")}
             wait_for(lambda: any(c.processing(workers=list(storm_addrs)).values()), 60,
                      "tasks running on the storm's workers")
             done_at_kill = sum(f.status == "finished" for f in futs)
@@ -67,7 +67,7 @@ def test_worker_storm_connects_then_all_killed_while_a_client_computes(tmp_path)
             case.result.notes.append(f"{done_at_kill} of {tasks} tasks finished when all {n + 2} workers were killed")
             if done_at_kill >= tasks:
                 case.result.fail("the kill came after the computation: it proved nothing")
-            wait_for(lambda: not c.scheduler_info(n_workers=-1)["workers"], scaled(60, 600),
+            wait_for(lambda: not scheduler_workers(c), scaled(60, 600),
                      "the scheduler to notice every worker gone")
             erred = [f.key for f in futs if f.status == "error"]
             if erred:
@@ -116,7 +116,7 @@ def test_heartbeat_flood_does_not_starve_other_workers(tmp_path):
                     [str(binary), "--scheduler", sched.address, "--name", "flood",
                      "--heartbeat-flood", str(conns)], stdout=f, stderr=subprocess.STDOUT)
             c.wait_for_workers(stock_n + 1, timeout=60)
-            calm = sorted(a for a, w in c.scheduler_info(n_workers=-1)["workers"].items() if w["name"].startswith("calm"))
+            calm = sorted(a for a, w in scheduler_workers(c).items() if w["name"].startswith("calm"))
             end = time.monotonic() + flood_s
             g = 0
             while time.monotonic() < end:
@@ -125,7 +125,7 @@ def test_heartbeat_flood_does_not_starve_other_workers(tmp_path):
                 if c.gather(futs, errors="skip") != [i + 1 for i in range(100)]:
                     case.result.lost_or_wrong += 1
                 del futs
-                info = c.scheduler_info(n_workers=-1)["workers"]
+                info = scheduler_workers(c)
                 now = time.time()
                 missing = [a for a in calm if a not in info]
                 if missing:
