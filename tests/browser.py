@@ -91,7 +91,11 @@ class Browser:
             self.proc = None
 
     def __enter__(self):
-        return self.start()
+        try:
+            return self.start()
+        except BaseException:  # Python skips __exit__ when __enter__ raises
+            self.stop()
+            raise
 
     def __exit__(self, *exc):
         self.stop()

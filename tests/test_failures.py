@@ -42,8 +42,10 @@ def fresh_cluster(tmp_path):
     cleanup: list = []
     yield make
     for sched, workers in cleanup:
-        workers.stop()
-        sched.stop()
+        try:
+            workers.stop()
+        finally:  # the scheduler too when stopping a worker raised
+            sched.stop()
 
 
 def test_sigkill_worker_mid_computation(fresh_cluster):
