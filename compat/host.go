@@ -59,6 +59,7 @@ const hostWireVersion = 1
 var hostModules = []pySource{
 	{"host", hostPy},
 	{"helper_wire", helperWireScript},
+	{"uploads", uploadsPy},
 	{"host_scheduler", hostSchedulerPy},
 	{"host_run", hostRunPy},
 	{"host_feed", hostFeedPy},

@@ -296,6 +296,9 @@ def main(modules=()):
     IOLoop.current()  # the tornado wrapper distributed's code expects of scheduler.loop
     for name in modules:
         __import__(name)
+    import uploads
+
+    uploads.catch_up()  # a host started again imports what its predecessor had
     send({"t": "msg", "op": "hello", "wire": WIRE_VERSION, "pid": os.getpid()})
     threading.Thread(target=_reader, name="host-reader", daemon=True).start()
     try:

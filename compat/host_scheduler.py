@@ -15,7 +15,9 @@ the Scheduler. Three kinds of members:
 - kept here: plugins, extensions, handlers, stream_handlers,
   periodic_callbacks, loop, and any attribute code sets on the object;
 - sent to Go: log_event, retire_workers, close, register_worker_plugin /
-  register_nanny_plugin and their unregister, local_directory.
+  register_nanny_plugin and their unregister;
+- upload_file: written to the local directory and imported here, and by the
+  graph helpers before their next graph (uploads.py).
 
 Anything else raises AttributeError naming it, with "dask-go-scheduler" in
 the text (NOT_OFFERED lists the Scheduler members known to be missing).
@@ -25,11 +27,13 @@ forwards an op it does not know to the host when the host has registered it.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Mapping
 
 import host
+import uploads
 
 SNAPSHOT_TTL = 0.1  # seconds a snapshot is reused
 
@@ -461,7 +465,28 @@ class HostScheduler:
 
     @property
     def local_directory(self):
-        return self._i("local_directory")
+        return uploads.local_directory()
+
+    async def upload_file(self, filename, data, load=True):
+        """core.Server.upload_file (SchedulerUploadFile.start calls it), then
+        the manifest that makes the helpers import the file too (uploads.py)."""
+        where = uploads.local_directory()
+        if where is None:
+            raise RuntimeError("dask-go-scheduler has no local directory to upload files to")
+        uploads.on_path(where)
+        out = os.path.join(where, filename)
+        if isinstance(data, str):
+            data = data.encode()
+        with open(out, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        if load:
+            from distributed.utils import import_file
+
+            import_file(out)  # an error is the client's: register_plugin raises it
+            uploads.record(filename)
+        return {"status": "OK", "nbytes": len(data)}
 
     def identity(self, n_workers=-1):
         return _rpc("identity", n_workers=n_workers)

@@ -55,6 +55,7 @@ from distributed.protocol.pickle import dumps as pickle_dumps
 from distributed.versions import get_versions
 
 import helper_wire as wire
+import uploads
 from helper_feed import feed_setup
 from materializer_shuffle import shuffle_run, worker_plugins
 
@@ -432,6 +433,8 @@ def profiled(gen, req):
 
 
 def handle(out, req):
+    if not isinstance(req, wire.VersionsRequest):
+        uploads.catch_up()  # what is unpickled below may name an uploaded module
     if isinstance(req, wire.VersionsRequest):
         wire.write_message(out, wire.versions_answer(req.id, get_versions(), worker_plugins()))
     elif isinstance(req, wire.MaterializeRequest):

@@ -39,7 +39,7 @@ func (m *Materializer) procSpec() procSpec {
 			// orders with
 			"PYTHONHASHSEED="+strconv.FormatUint(uint64(m.cfg.HashSeed), 10)),
 		// materializer.py imports the others; the last source runs as __main__
-		Sources: []pySource{{"helper_wire", helperWireScript}, {"helper_feed", helperFeedScript},
+		Sources: []pySource{{"helper_wire", helperWireScript}, {"uploads", uploadsPy}, {"helper_feed", helperFeedScript},
 			{"materializer_shuffle", materializerShuffleScript}, {"materializer", materializerScript}},
 	}
 }

@@ -192,6 +192,40 @@ def test_upload_file_makes_module_importable(client, cluster):
     assert set(client.run(use).values()) == {42}
 
 
+def test_upload_file_module_named_by_reference(client, cluster, tmp_path):
+    """A function of an uploaded module, given to submit and map, is
+    pickled by reference: the scheduler unpickles the graph, so the module
+    must import there, as on distributed's scheduler (SchedulerUploadFile).
+    It still does in a graph helper started after the upload, and
+    run_on_scheduler imports it. (A broken file's SyntaxError at the client
+    is not checked here: the workers' half of the upload stays registered
+    and breaks every worker that joins this shared cluster later.)"""
+    import sys
+
+    import psutil
+
+    moddir = tmp_path / "client-only"  # on this process's path alone
+    moddir.mkdir()
+    name = f"ops_ref_mod_{os.getpid()}"
+    (moddir / f"{name}.py").write_text("def answer(x):\n    return x + 42\n")
+    sys.path.insert(0, str(moddir))
+    try:
+        client.upload_file(str(moddir / f"{name}.py"))
+        mod = __import__(name)
+        assert client.submit(mod.answer, 1).result(timeout=60) == 43
+        assert client.run_on_scheduler(lambda: __import__(name).answer(2)) == 44
+
+        helpers = client.sync(client.scheduler.identity)["daskgo"]["helper_pids"]
+        assert helpers and os.getpid() not in helpers
+        for pid in helpers:
+            psutil.Process(pid).kill()
+        wait_for(lambda: set(client.sync(client.scheduler.identity)["daskgo"]["helper_pids"]) - set(helpers),
+                 60, "a graph helper started after the kill")
+        assert sum(client.gather(client.map(mod.answer, range(10)), direct=False)) == 465
+    finally:
+        sys.path.remove(str(moddir))
+
+
 class MarkerPlugin(WorkerPlugin):
     def __init__(self, directory):
         self.directory = directory

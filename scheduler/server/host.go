@@ -31,8 +31,8 @@ var hostRPCOps = map[string]bool{
 }
 
 // startHost prepares the host (no process starts) and its services.
-func (s *Server) startHost() {
-	s.host = compat.NewHost(compat.HostConfig{Python: s.cfg.Python, Log: s.log})
+func (s *Server) startHost(env []string) {
+	s.host = compat.NewHost(compat.HostConfig{Python: s.cfg.Python, Env: env, Log: s.log})
 	s.host.Serve("snapshot", s.hostSnapshot)
 	s.host.Serve("rpc", s.hostRPC)
 	s.serveReportData() // performance_report's data (perfreport.go)

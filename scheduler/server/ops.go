@@ -74,7 +74,7 @@ var Ops = []OpInfo{
 	rpc("register-worker", yes("")),
 	rpc("register_nanny", yes("")),
 	rpc("register_nanny_plugin", yes("Client.register_plugin(NannyPlugin)")),
-	rpc("register_scheduler_plugin", yes("Client.register_plugin(SchedulerPlugin), PipInstall, UploadDirectory: the plugin runs in the scheduler's Python host with distributed's hooks, fed by the engine through a bounded queue (upload_file's SchedulerUploadFile is accepted without it)")),
+	rpc("register_scheduler_plugin", yes("Client.register_plugin(SchedulerPlugin), PipInstall, UploadDirectory: the plugin runs in the scheduler's Python host with distributed's hooks, fed by the engine through a bounded queue (upload_file's SchedulerUploadFile too: the host imports the file, and the graph helpers before their next graph)")),
 	rpc("register_worker_plugin", yes("Client.register_plugin(WorkerPlugin), upload_file")),
 	rpc("replicate", yes("Client.replicate")),
 	rpc("restart", yes("Client.restart")),

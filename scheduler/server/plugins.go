@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 
@@ -73,25 +72,6 @@ func (s *Server) unregisterPlugin(p pluginOps) comm.Handler {
 		}
 		return s.broadcastMsg(ctx, protocol.NewMap("op", p.remove, "name", name), nil, p.nanny, "raise")
 	}
-}
-
-// isSchedulerUploadFile looks for the class reference in the pickle:
-// SchedulerUploadFile is importable, so pickle stores it by module and
-// name, never by value.
-func isSchedulerUploadFile(v any) bool {
-	var b []byte
-	switch x := v.(type) {
-	case []byte:
-		b = x
-	case *protocol.Blob:
-		var err error
-		if b, err = x.PickledObj(); err != nil {
-			return false
-		}
-	default:
-		return false
-	}
-	return bytes.Contains(b, []byte("distributed.diagnostics.plugin")) && bytes.Contains(b, []byte("SchedulerUploadFile"))
 }
 
 // workerPlugins is the register-worker reply's worker-plugins: the

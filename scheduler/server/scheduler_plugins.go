@@ -106,16 +106,12 @@ func (s *Server) SchedulerPluginNames() []string {
 
 // registerSchedulerPlugin is Scheduler.register_scheduler_plugin: the host
 // loads the plugin, awaits its start(scheduler) and adds it. The scheduler
-// half of Client.upload_file (SchedulerUploadFile) is accepted without a
-// host: its start() writes the file next to the scheduler and imports it
-// there, and the Go scheduler imports no user code (run_on_scheduler
-// functions come pickled by value).
+// half of Client.upload_file (SchedulerUploadFile) goes the same way: its
+// start() calls the host's upload_file, which writes and imports the file
+// and makes the graph helpers import it too (compat/uploads.py), so that a
+// graph naming the uploaded module unpickles.
 func (s *Server) registerSchedulerPlugin(ctx context.Context, req *comm.Request) (any, error) {
 	plugin := req.Args.Get("plugin")
-	if isSchedulerUploadFile(plugin) {
-		req.Log.Info().Msg("upload_file: scheduler half accepted (the Go scheduler imports no user code)")
-		return nil, nil
-	}
 	if plugin == nil {
 		return nil, fmt.Errorf("register_scheduler_plugin: no plugin")
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"sync"
 	"time"
 
@@ -92,7 +93,10 @@ type Server struct {
 	pool *comm.Pool
 	mat  *compat.HelperPool
 	host *compat.Host // the scheduler-side Python host; no process until needed (host.go)
-	loop *loop
+	// localDir is the scheduler's local directory (compat.MakeLocalDirectory),
+	// where uploaded files go; "" when it could not be made
+	localDir string
+	loop     *loop
 
 	mu      sync.Mutex // guards workers and clients: the open streams by address / client id
 	workers map[string]*comm.BatchedSend
@@ -165,12 +169,19 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	s.pool = comm.NewPool(comm.PoolConfig{Options: &dialOpts,
 		Limit: cfg.ConnectionLimit})
 
+	var pyEnv []string // what the helpers and the host are told
+	if s.localDir, err = compat.MakeLocalDirectory(); err != nil {
+		s.log.Warn().Err(err).Msg("no local directory: upload_file to the scheduler will fail")
+	} else {
+		pyEnv = append(pyEnv, compat.LocalDirectoryEnv(s.localDir))
+	}
 	results := make(chan scheduler.Stimulus, 64)
-	s.mat, err = compat.StartPool(ctx, compat.Config{Python: cfg.Python, Log: s.log, Results: results,
+	s.mat, err = compat.StartPool(ctx, compat.Config{Python: cfg.Python, Log: s.log, Results: results, Env: pyEnv,
 		Ordering: cfg.TaskOrdering, CheckOrder: cfg.CheckOrder, HashSeed: cfg.HashSeed})
 	if err != nil {
 		lis.Close()
 		s.pool.Close()
+		s.removeLocalDir()
 		s.cancel()
 		return nil, fmt.Errorf("start the graph materializer: %w", err)
 	}
@@ -186,6 +197,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 			lis.Close()
 			s.pool.Close()
 			s.mat.Close()
+			s.removeLocalDir()
 			s.cancel()
 			return nil, err
 		}
@@ -203,7 +215,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	ec := engine.Config() // read before any goroutine may hold the engine's lock
 	s.loop = newLoop(s, engine)
 
-	s.startHost()
+	s.startHost(pyEnv)
 	s.startSchedulerPlugins()
 	s.rpc = &comm.Server{Handlers: s.handlers(), Options: opts, Name: "dask-go-scheduler", Logger: s.log,
 		LazyHandlers: s.rawHandlers(), Fallback: s.forwardedOp}
@@ -299,6 +311,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mat.Close()
 	s.host.Close()
 	s.pool.Close()
+	s.removeLocalDir() // after the processes that write there have stopped
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
 	select {
@@ -382,4 +395,15 @@ func (s *Server) IdentityJSON(ctx context.Context) (any, error) {
 		return nil, err
 	}
 	return jsonValue(out), nil
+}
+
+// removeLocalDir removes the local directory and what was uploaded to it,
+// as distributed's Server releases its work directory when it closes.
+func (s *Server) removeLocalDir() {
+	if s.localDir == "" {
+		return
+	}
+	if err := os.RemoveAll(s.localDir); err != nil {
+		s.log.Warn().Err(err).Str("dir", s.localDir).Msg("cannot remove the scheduler's local directory")
+	}
 }
