@@ -107,7 +107,25 @@ def scheduler_workers(client) -> dict:
     the client's cached copy, which the client's own periodic update
     (identity with n_workers=0, so no workers) may replace in between; a
     check then sees every worker gone, or an awaited removal done."""
-    return client.sync(client.scheduler.identity, n_workers=-1)["workers"]
+    return scheduler_identity(client)["workers"]
+
+
+def scheduler_identity(client) -> dict:
+    """The scheduler's whole identity now, with every worker: for a check
+    that reads the workers together with other fields (n_workers,
+    total_threads, id, address). Not Client.scheduler_info(), for the
+    reason scheduler_workers gives: its copy may be the periodic update's,
+    whose "workers" is empty while n_workers counts them all."""
+    return client.sync(client.scheduler.identity, n_workers=-1)
+
+
+def stock_scheduler_info(client, timeout: float = 10.0) -> dict:
+    """Client.scheduler_info() itself, for a test of what a stock Client
+    shows there, asked again while its copy lists no workers (the race
+    scheduler_workers avoids; a stock client has no way around it). For a
+    cluster that has workers."""
+    return wait_for(lambda: (info := client.scheduler_info())["workers"] and info, timeout,
+                    "Client.scheduler_info() to list the workers")
 
 
 def wait_for(predicate, timeout: float, what: str, proc: subprocess.Popen | None = None):

@@ -10,7 +10,7 @@ import time
 import pytest
 from distributed import Client, wait
 
-from cluster import running_cluster, wait_for
+from cluster import running_cluster, scheduler_workers, wait_for
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -37,7 +37,7 @@ def size(b):
 
 
 def test_amm_drops_fetched_replica_no_waiter_needs(client):
-    w1, w2 = sorted(client.scheduler_info()["workers"])
+    w1, w2 = sorted(scheduler_workers(client))
     x = client.submit(make, 1_000_000, key="amm-x", workers=[w1])
     y = client.submit(size, x, key="amm-y", workers=[w2])
     assert y.result() == 1_000_000
@@ -60,7 +60,7 @@ def slow(b, t):
 
 
 def test_amm_keeps_replicas_waiters_need(client):
-    w1, w2 = sorted(client.scheduler_info()["workers"])
+    w1, w2 = sorted(scheduler_workers(client))
     x = client.submit(make, 1000, key="amm-k", workers=[w1])
     wait(x)
     # A waiter processing on each worker: w2 fetches x for b, and both

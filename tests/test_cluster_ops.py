@@ -14,7 +14,7 @@ import pytest
 from distributed import Client, get_task_stream, wait
 from distributed.diagnostics.plugin import NannyPlugin, WorkerPlugin
 
-from cluster import Workers, running_cluster, wait_for
+from cluster import Workers, running_cluster, scheduler_workers, wait_for
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -50,7 +50,7 @@ def inc(x):
 
 
 def worker_address(client, name: str) -> str | None:
-    return next((a for a, w in client.scheduler_info()["workers"].items() if w["name"] == name), None)
+    return next((a for a, w in scheduler_workers(client).items() if w["name"] == name), None)
 
 
 @contextmanager
@@ -99,7 +99,7 @@ def test_task_stream_records_start_and_stop(client):
     assert {f"ts-{i}" for i in range(5)} <= keys
     for r in ts.data:
         assert r["status"] == "OK"
-        assert r["worker"] in client.scheduler_info()["workers"]
+        assert r["worker"] in scheduler_workers(client)
         compute = [s for s in r["startstops"] if s["action"] == "compute"]
         assert compute and compute[0]["start"] <= compute[0]["stop"]
     recent = client.get_task_stream(count=5)
@@ -121,16 +121,16 @@ def test_event_subscriber_and_get_events(client, cluster):
     def log_on_worker(dask_worker):
         dask_worker.log_event("ops-worker-topic", {"from": "worker"})
 
-    client.run(log_on_worker, workers=[sorted(client.scheduler_info()["workers"])[0]])
+    client.run(log_on_worker, workers=[sorted(scheduler_workers(client))[0]])
     wait_for(lambda: client.get_events("ops-worker-topic"), 10, "worker event")
     (_, wmsg), = client.get_events("ops-worker-topic")
-    assert wmsg["from"] == "worker" and wmsg["worker"] in client.scheduler_info()["workers"]
+    assert wmsg["from"] == "worker" and wmsg["worker"] in scheduler_workers(client)
     client.unsubscribe_topic("ops-topic")
 
 
 def test_worker_and_scheduler_logs(client):
     logs = client.get_worker_logs()
-    assert set(logs) == set(client.scheduler_info()["workers"])
+    assert set(logs) == set(scheduler_workers(client))
     for lines in logs.values():
         assert lines and all(len(x) == 2 for x in lines)
     slogs = client.get_scheduler_logs(n=20)
@@ -155,7 +155,7 @@ def test_rebalance_moves_data_without_copying_or_recomputing(client, tmp_path):
     out); and no key was computed twice (data lost and recomputed would
     be)."""
     w1, w2 = worker_address(client, "w1"), worker_address(client, "w2")
-    assert sorted(client.scheduler_info()["workers"]) == sorted([w1, w2])
+    assert sorted(scheduler_workers(client)) == sorted([w1, w2])
     keys = [f"rb-{i}" for i in range(10)]
     futs = client.map(counted_blob, range(10), [str(tmp_path)] * 10, keys, key=keys, workers=[w1],
                       allow_other_workers=True)
@@ -270,7 +270,7 @@ def retire_and_check(client, cluster, tmp_path: Path, name: str, n: int, by_addr
         else:
             retired = client.retire_workers(names=[name], close_workers=True)
         assert list(retired) == [address]
-        assert address not in client.scheduler_info()["workers"]
+        assert address not in scheduler_workers(client)
         assert client.gather(futs) == [i + 1 for i in range(n)]
         assert all(holders and address not in holders for holders in client.who_has(futs).values())
         assert runs_per_key(tmp_path, keys) == {k: 1 for k in keys}

@@ -46,7 +46,8 @@ from distributed import Client, LocalCluster, wait
 from distributed.core import rpc
 from distributed.deploy.spec import SpecCluster
 
-from cluster import ORDER_CHECK, ROOT, Workers, build_binary, free_port, python_env, record_order_checks, stop, wait_for
+from cluster import (ORDER_CHECK, ROOT, Workers, build_binary, free_port, python_env, record_order_checks,
+                     scheduler_identity, scheduler_workers, stop, wait_for)
 from cluster import GoScheduler as GoProcess
 
 PACKAGE_SRC = ROOT / "compat" / "python" / "src"
@@ -168,7 +169,7 @@ def test_worker_names_reach_the_cluster_object_unchanged():
         assert repr(cluster) == f"LocalGoCluster({cluster.name}, '{cluster.scheduler.address}', workers=2, threads=2, memory=2.00 GiB)"
         with urllib.request.urlopen(cluster.dashboard_link, timeout=10) as resp:
             assert resp.status == 200
-        assert names_of(c.scheduler_info()) == [0, 1]
+        assert names_of(scheduler_identity(c)) == [0, 1]
         assert names_of(cluster.scheduler_info) == [0, 1]
         to_close = call(cluster.scheduler.address, "workers_to_close", n=1, attribute="name")
         assert list(to_close) in ([0], [1]), to_close
@@ -208,7 +209,7 @@ def go_and_two_workers(tmp_path, *a_args, sched_env=None):
         workers.start(sched.address, "b")
         with Client(sched.address, timeout=30) as c:
             c.wait_for_workers(2, timeout=60)
-            addr = {w["name"]: addr for addr, w in c.scheduler_info()["workers"].items()}
+            addr = {w["name"]: addr for addr, w in scheduler_workers(c).items()}
             yield sched, workers, c, a, addr["a"], addr["b"]
     except BaseException:
         print(f"--- scheduler log (tail)\n{sched.logs()[-6000:]}\n{workers.logs()}")  # shown with the failure
@@ -233,7 +234,7 @@ def test_retire_the_worker_with_the_only_copy_of_100_keys_loses_and_recomputes_n
         assert c.gather(futs) == before == [i * 10 for i in range(100)]
         assert all(holders == (b,) for holders in map(tuple, c.who_has(futs).values()))
         assert sorted(runs(tmp_path)) == list(range(100)), "a key was recomputed"
-        assert list(c.scheduler_info()["workers"]) == [b]
+        assert list(scheduler_workers(c)) == [b]
 
 
 def test_retiring_worker_sigkilled_half_way_keeps_what_was_copied_and_recomputes_the_rest(tmp_path):
@@ -285,7 +286,7 @@ def test_retiring_worker_sigkilled_half_way_keeps_what_was_copied_and_recomputes
         recomputed = {i for i, n in counts.items() if n == 2}
         assert recomputed and recomputed <= set(range(100)) - copied
         assert max(counts.values()) == 2
-        assert list(c.scheduler_info()["workers"]) == [b]
+        assert list(scheduler_workers(c)) == [b]
 
 
 # ---------------------------------------------------------------- dask-jobqueue
@@ -306,12 +307,12 @@ def test_dask_jobqueue_local_cluster_with_go_scheduler_scales_to_two_jobs_and_co
         with Client(cluster) as c:
             c.wait_for_workers(2, timeout=120)
             job_pids = {int(job.job_id) for job in cluster.workers.values()}
-            assert names_of(c.scheduler_info()) == sorted(cluster.workers)  # "<cluster name>-<n>"
+            assert names_of(scheduler_identity(c)) == sorted(cluster.workers)  # "<cluster name>-<n>"
             futs = c.map(slow_inc, range(40))
             assert c.gather(futs) == [i + 1 for i in range(40)]
             assert len({w for ws in c.who_has(futs).values() for w in ws}) == 2
             cluster.scale(jobs=1)
-            wait_for(lambda: len(c.scheduler_info()["workers"]) == 1, 60, "the cluster to go down to 1 job")
+            wait_for(lambda: len(scheduler_workers(c)) == 1, 60, "the cluster to go down to 1 job")
             assert c.submit(sum, range(10)).result() == 45
     finally:
         cluster.close()
@@ -428,7 +429,7 @@ def test_kube_operator_retirement_by_name_and_bad_input_touching_nothing(kube_sc
     wait(futs)
     holders = {w for ws in c.who_has(futs).values() for w in ws}
     assert len(holders) == 2, "the keys should start on both workers"
-    before = c.scheduler_info()["workers"]
+    before = scheduler_workers(c)
 
     # bad input first: unknown names and addresses answer {} and change nothing
     assert call(address, "retire_workers", names=["default-worker-nope"]) == {}
@@ -436,7 +437,7 @@ def test_kube_operator_retirement_by_name_and_bad_input_touching_nothing(kube_sc
     with pytest.raises(Exception, match="key") as err:
         call(address, "workers_to_close", target=1, key=pickle.dumps(names_of), attribute="name")
     assert "worker_key" in str(err.value) or "pickled" in str(err.value), str(err.value)
-    after = c.scheduler_info()["workers"]
+    after = scheduler_workers(c)
     assert sorted(after) == sorted(before)
     assert {a: w["status"] for a, w in after.items()} == {a: "running" for a in before}
     assert c.gather(futs) == [i * 10 for i in range(40)]
@@ -446,7 +447,7 @@ def test_kube_operator_retirement_by_name_and_bad_input_touching_nothing(kube_sc
     assert len(to_close) == 1 and to_close[0] in {w["name"] for w in before.values()}, to_close
     retired = call(address, "retire_workers", names=to_close)
     assert [w["name"] for w in retired.values()] == list(to_close)
-    left = c.scheduler_info()["workers"]
+    left = scheduler_workers(c)
     assert [w["name"] for w in left.values()] == sorted({w["name"] for w in before.values()} - set(to_close))
     assert c.gather(futs) == [i * 10 for i in range(40)]
     assert sorted(runs(tmp_path)) == list(range(40)), "a key was recomputed after the retirement"
@@ -510,10 +511,10 @@ def test_local_go_cluster_over_tls_with_temporary_certificates():
     with local_go_cluster(n_workers=2, threads_per_worker=1, memory_limit="1GiB", security=True) as cluster, \
             Client(cluster) as c:
         assert cluster.scheduler_address.startswith("tls://")
-        workers = c.scheduler_info()["workers"]
+        workers = scheduler_workers(c)
         assert len(workers) == 2 and all(a.startswith("tls://") for a in workers)
         futures = c.map(slow_inc, range(20))
         assert c.gather(futures) == list(range(1, 21))
         cluster.scale(1)
-        wait_for(lambda: len(c.scheduler_info()["workers"]) == 1, 30, "the scale-down to one worker")
+        wait_for(lambda: len(scheduler_workers(c)) == 1, 30, "the scale-down to one worker")
         assert c.gather(futures) == list(range(1, 21))

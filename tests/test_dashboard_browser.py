@@ -31,7 +31,7 @@ import pytest
 from distributed import Client
 
 from browser import Browser, BrowserMissing, chromium_path
-from cluster import ROOT, GoScheduler, Workers, wait_for
+from cluster import ROOT, GoScheduler, Workers, scheduler_workers, wait_for
 
 sys.path.insert(0, str(ROOT / "scripts" / "bench"))
 from dashboard_load import persist_million  # noqa: E402
@@ -162,7 +162,7 @@ def test_status_is_live_during_a_computation(cluster, browser, tmp_path):
     assert total.result(timeout=120) == sum(2 * i for i in range(3000))
     del futures
 
-    addresses = sorted(c.scheduler_info()["workers"])
+    addresses = sorted(scheduler_workers(c))
     assert len(addresses) == N_WORKERS
     assert sorted(first["workers"]) == addresses, first
     assert sorted(second["workers"]) == addresses, second
@@ -219,7 +219,7 @@ def test_every_page_and_panel_renders(cluster, browser, tmp_path):
             assert page.errors == [], f"{path}: {page.errors}"
         rows = pages[0].evaluate(
             "[...document.querySelectorAll('#workers-table tbody tr')].map((tr) => tr.dataset.worker)")
-        assert sorted(rows) == sorted(c.scheduler_info()["workers"])
+        assert sorted(rows) == sorted(scheduler_workers(c))
     finally:
         for page in pages:
             page.close()

@@ -21,7 +21,7 @@ from distributed import Client, get_task_metadata
 from distributed.cluster_dump import DumpArtefact
 from distributed.diagnostics import MemorySampler
 
-from cluster import GoScheduler, PyScheduler, Workers, two_worker_cluster, wait_for
+from cluster import GoScheduler, PyScheduler, Workers, scheduler_workers, two_worker_cluster, wait_for
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -158,7 +158,7 @@ def test_profile_has_the_computation_in_its_tree(clusters):
             assert "busy_profiled_function" in function_names(prof), (kind, function_names(prof))
             assert prof["identifier"] == "root" and prof["count"] > 0
             per_worker = c.profile(merge_workers=False)
-            assert set(per_worker) == set(c.scheduler_info()["workers"]), (kind, per_worker.keys())
+            assert set(per_worker) == set(scheduler_workers(c)), (kind, per_worker.keys())
             assert sum(p["count"] for p in per_worker.values()) == prof["count"], kind
             own = c.profile(scheduler=True)
             assert set(own) == {"count", "children", "identifier", "description"}, own.keys()
@@ -176,7 +176,7 @@ def test_profile_with_a_worker_dying_mid_fan_out_returns_the_others(clusters, tm
             with cl.client() as c:
                 c.wait_for_workers(3, timeout=120)
                 c.gather(c.map(busy_profiled_function, [0.6] * 3, pure=False))
-                others = {a for a, w in c.scheduler_info()["workers"].items() if w["name"] != "doomed"}
+                others = {a for a, w in scheduler_workers(c).items() if w["name"] != "doomed"}
                 os.kill(proc.pid, signal.SIGSTOP)
                 result = {}
                 t = threading.Thread(target=lambda: result.update(p=c.profile(merge_workers=False)), daemon=True)
@@ -221,7 +221,7 @@ def test_dump_cluster_state_reads_back_with_dump_artefact(clusters, tmp_path):
                 story = dump.scheduler_story("dumped-0")["dumped-0"]
                 assert [(s[1], s[2]) for s in story][-1] == ("processing", "memory"), (kind, how, story)
                 assert dump.missing_workers() == [], (kind, how)
-                assert set(dump["workers"]) == set(c.scheduler_info()["workers"]), (kind, how)
+                assert set(dump["workers"]) == set(scheduler_workers(c)), (kind, how)
             del futs
 
 
@@ -374,7 +374,7 @@ def test_restart_workers_gives_a_new_process_under_the_same_name(clusters):
         for kind, c in cs.items():
             def by_name():
                 pids = c.run(os.getpid)
-                return {w["name"]: (a, pids.get(a)) for a, w in c.scheduler_info()["workers"].items()}
+                return {w["name"]: (a, pids.get(a)) for a, w in scheduler_workers(c).items()}
 
             before = by_name()
             assert c.restart_workers(["w0"]) == {"w0": "OK"}, kind
@@ -400,12 +400,12 @@ def test_restart_workers_past_its_timeout_raises_timeout_error(clusters, tmp_pat
                 assert c.restart_workers(["disposable"], raise_for_error=False) == {"disposable": "OK"}, kind
                 with pytest.raises(TimeoutError):
                     c.restart_workers(["disposable"], timeout=0.001)
-                names = {w["name"] for w in c.scheduler_info()["workers"].values()}
+                names = {w["name"] for w in scheduler_workers(c).values()}
                 assert "disposable" not in names, (kind, names)
         finally:
             extra.stop()
             with cl.client() as c:
-                wait_for(lambda: {w["name"] for w in c.scheduler_info()["workers"].values()} == {"w0", "w1"}, 60,
+                wait_for(lambda: {w["name"] for w in scheduler_workers(c).values()} == {"w0", "w1"}, 60,
                          f"{kind}: back to w0 and w1")
 
 
@@ -430,7 +430,7 @@ def test_task_status_prefix_states_dump_state_and_set_resources(clusters):
             async def add_gpu(dask_worker):
                 await dask_worker.set_resources(GPU=1)
 
-            w0 = next(a for a, w in c.scheduler_info()["workers"].items() if w["name"] == "w0")
+            w0 = next(a for a, w in scheduler_workers(c).items() if w["name"] == "w0")
             c.run(add_gpu, workers=[w0])
             g = c.submit(inc, 5, key=f"gpu-task-{kind}", resources={"GPU": 1})
             assert g.result(timeout=60) == 6

@@ -15,7 +15,7 @@ import time
 import pytest
 from distributed import Client
 
-from cluster import two_worker_cluster, wait_for
+from cluster import scheduler_identity, scheduler_workers, two_worker_cluster, wait_for
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -59,7 +59,7 @@ def test_run_on_scheduler_reads_tasks_and_workers(cluster):
             }
 
         got = c.run_on_scheduler(look)
-        info = c.scheduler_info()
+        info = scheduler_identity(c)
         assert got["n_mine"] == 50
         assert got["state"] == "memory"
         assert got["who_has"] and set(got["who_has"]) <= set(info["workers"])
@@ -271,14 +271,14 @@ def test_retire_workers_from_the_host(tmp_path):
     with two_worker_cluster(tmp_path) as sched, Client(sched.address, timeout=60) as c:
         futs = c.map(lambda x: x + 100, range(20))
         assert c.gather(futs) == list(range(100, 120))
-        victim = next(a for a, w in c.scheduler_info()["workers"].items() if w["name"] == "w0")
+        victim = next(a for a, w in scheduler_workers(c).items() if w["name"] == "w0")
 
         async def retire(addr, dask_scheduler=None):
             return await dask_scheduler.retire_workers(workers=[addr])
 
         out = c.run_on_scheduler(retire, victim)
         assert victim in out
-        wait_for(lambda: len(c.scheduler_info()["workers"]) == 1 or None, 30, "one worker left")
+        wait_for(lambda: len(scheduler_workers(c)) == 1 or None, 30, "one worker left")
         assert c.gather(futs) == list(range(100, 120))
 
 

@@ -15,7 +15,7 @@ import pytest
 from distributed import Client
 from distributed.diagnostics.plugin import PipInstall, UploadDirectory
 
-from cluster import TESTS, GoScheduler, Workers
+from cluster import TESTS, GoScheduler, Workers, scheduler_workers
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -74,7 +74,7 @@ def test_pip_install_local_wheel(cluster, tmp_path):
         c.register_plugin(PipInstall(packages=[str(wheel)],
                                      pip_options=["--no-index", "--no-deps", "--target", str(target)]))
         got = c.run(import_value)
-        assert sorted(got) == sorted(c.scheduler_info()["workers"])
+        assert sorted(got) == sorted(scheduler_workers(c))
         assert set(got.values()) == {"installed by PipInstall"}
         # the scheduler side ran the installer too, as distributed's does
         assert c.run_on_scheduler(import_value) == "installed by PipInstall"

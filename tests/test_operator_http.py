@@ -5,7 +5,7 @@ Kubernetes probes, /json/*.json, /api/v1/* for the dask-kubernetes
 operator's autoscaler, /metrics for Prometheus. Each answer is compared with
 what a stock distributed Scheduler, built in-process in the test with the
 same routes switched on, answers to the same request; /metrics is parsed with
-prometheus_client's parser and checked against Client.scheduler_info() and
+prometheus_client's parser and checked against the scheduler's identity and
 the task counts.
 """
 
@@ -23,7 +23,7 @@ import pytest
 from distributed import Client, LocalCluster
 from prometheus_client.parser import text_string_to_metric_families
 
-from cluster import GoScheduler, Workers, free_port, wait_for
+from cluster import GoScheduler, Workers, free_port, scheduler_identity, scheduler_workers, wait_for
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -151,7 +151,7 @@ def test_bad_requests_touch_nothing(tmp_path):
             assert code == 400 and "retire_workers" in text, (body, code, text)
         assert http(go.base, "/api/v1/nope")[0] == 404
         assert http(go.base, "/json/nope.json")[0] == 404
-        assert len(c.scheduler_info()["workers"]) == 2
+        assert len(scheduler_workers(c)) == 2
 
 
 def test_api_retire_one_worker_keeps_every_key(tmp_path):
@@ -173,7 +173,7 @@ def test_api_retire_one_worker_keeps_every_key(tmp_path):
         assert len(retired) == 1
         (gone,) = retired
         assert held[gone], "the retired worker held no key"
-        wait_for(lambda: gone not in c.scheduler_info()["workers"], 30, "the retired worker to leave")
+        wait_for(lambda: gone not in scheduler_workers(c), 30, "the retired worker to leave")
         assert c.gather(futures) == [bytes(20_000) + str(i).encode() for i in range(100)]
         assert executions(log) == 100, "a key of the retired worker was recomputed"
 
@@ -215,7 +215,7 @@ def agree(base: str, expected: list[tuple], timeout: float = 15) -> dict:
             found = [s.value for s in m.get(name, []) if all(s.labels.get(k) == v for k, v in labels.items())]
             got = sum(found) if found else None
             if got is None or abs(got - want) > (tol[0] if tol else 1e-9 * max(1.0, abs(want))):
-                diff[f"{name}{labels}"] = {"metrics": got, "scheduler_info/client": want}
+                diff[f"{name}{labels}"] = {"metrics": got, "identity/client": want}
         if not diff:
             return m
         if time.monotonic() > deadline:
@@ -225,10 +225,10 @@ def agree(base: str, expected: list[tuple], timeout: float = 15) -> dict:
 
 def cluster_truth(c: Client, base: str, clients: int) -> list[tuple[str, dict, float]]:
     """What /metrics must say of the workers and clients, from
-    scheduler_info() (identity), /json/counts.json and the client side; each
+    identity(n_workers=-1), /json/counts.json and the client side; each
     checked against a value the test set (workers started with 2 threads
     and --memory-limit 2GiB, clients opened)."""
-    info = c.scheduler_info()
+    info = scheduler_identity(c)
     workers = info["workers"].values()
     assert info["n_workers"] == len(workers)
     assert info["total_threads"] == sum(w["nthreads"] for w in workers) == 2 * len(workers)
@@ -339,9 +339,9 @@ def test_metrics_agree_with_scheduler_info_and_task_counts(tmp_path):
         assert value(m, "dask_scheduler_tick_count_total") > ticks, "the tick counter did not move"
 
         # the second client gone, a worker retired, half the keys released
-        (w2,) = [a for a, w in c.scheduler_info()["workers"].items() if w["name"] == "w2"]
+        (w2,) = [a for a, w in scheduler_workers(c).items() if w["name"] == "w2"]
         c.retire_workers([w2])
-        wait_for(lambda: w2 not in c.scheduler_info()["workers"], 30, "w2 to retire")
+        wait_for(lambda: w2 not in scheduler_workers(c), 30, "w2 to retire")
         del bad
         kept = futures[: n // 2]
         del futures, total

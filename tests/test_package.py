@@ -161,7 +161,10 @@ def main():
         out["repr"] = repr(cluster)
         out["dashboard_link"] = cluster.dashboard_link
         out["scheduler_pid"] = cluster.scheduler.pid
-        out["workers_at_start"] = len(c.scheduler_info()["workers"])
+        # identity(n_workers=-1), not c.scheduler_info(): that returns the
+        # client's cached copy, which its own 2 s update (n_workers=0) may
+        # replace with one listing no workers
+        out["workers_at_start"] = len(c.sync(c.scheduler.identity, n_workers=-1)["workers"])
         out["bag_sum"] = db.from_sequence(range(1000), npartitions=8).map(lambda x: 3 * x).sum().compute()
 
         cluster.scale(4)
@@ -273,12 +276,16 @@ def test_sdist_carries_the_go_source_and_installs_outside_the_checkout(venv, whe
     pip_install(venv, wheelhouse[0], "--force-reinstall", "--no-deps", copy)
     print(f"install from the sdist: {time.monotonic() - t0:.1f} s")
     script = tmp_path / "smoke.py"
+    # the workers by identity(n_workers=-1), as cluster.scheduler_workers
+    # reads them (not c.scheduler_info(), whose cached copy the client's 2 s
+    # update may blank); this venv has no tests/ to import it from
     script.write_text(
         "from distributed import Client\n"
         "from dask_go_scheduler import LocalGoCluster\n"
         "if __name__ == '__main__':\n"
         "    with LocalGoCluster(n_workers=1, processes=False, dashboard_address=':0') as cluster, Client(cluster) as c:\n"
-        "        print('RESULT', c.submit(sum, [1, 2, 3]).result(), len(c.scheduler_info()['workers']))\n")
+        "        print('RESULT', c.submit(sum, [1, 2, 3]).result(),\n"
+        "              len(c.sync(c.scheduler.identity, n_workers=-1)['workers']))\n")
     out = run([venv / "bin" / "python", script], env=clean_env(venv, go=False), cwd=copy.parent, timeout=120).stdout
     assert "RESULT 6 1" in out, out[-3000:]
 

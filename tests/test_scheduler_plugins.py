@@ -15,7 +15,7 @@ import urllib.request
 import pytest
 from distributed import Client, wait
 
-from cluster import PyScheduler, Workers, two_worker_cluster, wait_for
+from cluster import PyScheduler, Workers, scheduler_workers, two_worker_cluster, wait_for
 from plugins_fixture import Gated, Raising, Recorder
 
 pytestmark = pytest.mark.timeout(300)
@@ -109,10 +109,10 @@ def test_membership_hooks(go, tmp_path):
         try:
             workers.start(go.address, "w-extra")
             c.wait_for_workers(3, timeout=60)
-            extra = [a for a, w in c.scheduler_info()["workers"].items() if w["name"] == "w-extra"]
+            extra = [a for a, w in scheduler_workers(c).items() if w["name"] == "w-extra"]
         finally:
             workers.stop()
-        wait_for(lambda: len(c.scheduler_info()["workers"]) == 2, 60, "the extra worker leaving")
+        wait_for(lambda: len(scheduler_workers(c)) == 2, 60, "the extra worker leaving")
 
         def whom():
             v = plugin_state(c, "member-recorder", "whom")

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 import pytest
 from distributed import Client
 
-from cluster import GoScheduler, Workers
+from cluster import GoScheduler, Workers, scheduler_workers
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -73,7 +73,7 @@ def test_story_of_a_plain_task(tmp_path):
             steps = [(r[2], r[3]) for r in story]
             assert ("released", "waiting") in steps and ("processing", "memory") in steps, steps
             (placed,) = [r[7] for r in story if r[3] == "processing"]
-            assert placed["worker"] in c.scheduler_info()["workers"], placed
+            assert placed["worker"] in scheduler_workers(c), placed
             assert placed["rule"] == "idle" and "no dependencies" in placed["reason"], placed
 
 
@@ -128,6 +128,6 @@ def test_story_of_a_stolen_task(tmp_path):
                     if p["rule"] == "stolen":
                         stolen.append(p)
             assert stolen, "no task was stolen: the test proves nothing (see the stealing counters)"
-            late = [a for a, w in c.scheduler_info()["workers"].items() if w["name"] == "w-late"]
+            late = [a for a, w in scheduler_workers(c).items() if w["name"] == "w-late"]
             assert all(p["worker"] == late[0] for p in stolen), stolen
             assert all("stolen from" in p["reason"] and "occupancy" in p["reason"] for p in stolen), stolen

@@ -33,7 +33,7 @@ from distributed import Client
 from distributed.core import rpc
 from distributed.security import Security
 
-from cluster import GoScheduler, Workers, wait_for
+from cluster import GoScheduler, Workers, scheduler_identity, wait_for
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -166,7 +166,7 @@ def test_stock_cluster_over_tls_computes_and_shuffles(tls_cluster):
     import dask.dataframe as dd
 
     sched, c, security, ca = tls_cluster
-    info = c.scheduler_info()
+    info = scheduler_identity(c)
     assert info["address"].startswith("tls://")
     assert len(info["workers"]) == 2 and all(a.startswith("tls://") for a in info["workers"])
     assert all(w["nanny"].startswith("tls://") for w in info["workers"].values())

@@ -24,7 +24,7 @@ from distributed import Client, wait
 
 import stress_tasks
 from stress_tasks import tree
-from cluster import GoScheduler, Workers, python_env, stop, wait_for
+from cluster import GoScheduler, Workers, python_env, scheduler_workers, stop, wait_for
 from stress import FULL, Case, process_stats, rss_parts, scaled
 
 HERE = Path(__file__).resolve().parent
@@ -148,7 +148,7 @@ def test_worker_sigstopped_past_ttl_then_resumed(cluster):
     def freeze(r, pid):
         os.kill(pid, signal.SIGSTOP)
         try:
-            wait_for(lambda: len(c.scheduler_info()["workers"]) == 1, 10 * ttl, "the frozen worker's removal")
+            wait_for(lambda: len(scheduler_workers(c)) == 1, 10 * ttl, "the frozen worker's removal")
         finally:
             try:
                 os.kill(pid, signal.SIGCONT)
@@ -422,7 +422,7 @@ def test_fan_out_beyond_the_pool_limit(tmp_path):
         case = Case(f"fan-out to {n} workers through a pool of 8 connections", sched.address, sched.proc.pid)
         with case, Client(sched.address, timeout=60) as c:
             c.wait_for_workers(n, timeout=120)
-            workers = sorted(c.scheduler_info(n_workers=-1)["workers"])
+            workers = sorted(scheduler_workers(c))
             futs = [c.submit(double, i, workers=[w], pure=False) for i, w in enumerate(workers)]
             expect = [2 * i for i in range(n)]
 
