@@ -189,8 +189,16 @@ class LockWatch:
         return self.largest
 
 
+def scheduler_workers(client) -> dict:
+    """The scheduler's workers now, by address: identity(n_workers=-1)
+    itself, not Client.scheduler_info(), which returns the client's cached
+    copy that its own 2 s update (n_workers=0: no workers) may replace in
+    between."""
+    return client.sync(client.scheduler.identity, n_workers=-1)["workers"]
+
+
 def n_workers(client) -> int:
-    return len(client.scheduler_info(n_workers=-1)["workers"])
+    return len(scheduler_workers(client))
 
 
 def wait_until(pred, timeout: float, what: str, every: float = 0.25):
@@ -306,7 +314,7 @@ def one_run(case: str, kind: str, tmp: Path, scale: Scale, timeout: float) -> di
         compute = hosts.start(scale.workers, scale.per_host, "w")
         hosts.start(1, 1, "probe")
         client = Client(sched.address, timeout=60)
-        info = client.scheduler_info(n_workers=-1)["workers"]
+        info = scheduler_workers(client)
         probe_addr = next(a for a, w in info.items() if str(w["name"]).startswith("probe"))
         addrs = sorted(a for a in info if a != probe_addr)
         if kind.startswith("go"):

@@ -54,9 +54,9 @@ def cpu_parts(sched: psutil.Process) -> tuple[float, dict[int, float], float]:
     return t.user + t.system, kids, t.children_user + t.children_system
 
 
-def one_run(kind: str, size: int, tmp: Path, timeout: float) -> dict:
+def one_run(kind: str, size: int, tmp: Path, timeout: float, profile: Path | None = None) -> dict:
     rec = {"scheduler": kind, "tasks": size, "ok": False}
-    sched = Scheduler(kind.split("+")[0], {}, tmp).launch()
+    sched = Scheduler(kind.split("+")[0], {}, tmp, profile=profile).launch()
     workers = Workers(tmp, sched.scheduler_file, WORKERS, MEMORY, nthreads=THREADS).start()
     client = None
     try:
@@ -160,6 +160,8 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=600)
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--kinds", default=",".join(KINDS))
+    ap.add_argument("--profile", type=Path, help="a directory: the Go process's CPU and heap profiles of each Go "
+                    "run (DIR/KIND-REP/)")
     ap.add_argument("--pool", type=Path, help="an earlier plugin-cost.json of the same binary: its runs are pooled "
                     "with these (repetitions numbered on), for medians over more runs")
     args = ap.parse_args()
@@ -174,7 +176,11 @@ def main() -> None:
         for rep in range(first, first + args.repetitions):
             for kind in args.kinds.split(","):
                 d = Path(tempfile.mkdtemp(prefix=f"{kind}-{rep}-", dir=tmp))
-                rec = one_run(kind, args.size, d, args.timeout)
+                prof = None
+                if args.profile and kind.startswith("go"):
+                    prof = args.profile / f"{kind}-{rep}"
+                    prof.mkdir(parents=True, exist_ok=True)
+                rec = one_run(kind, args.size, d, args.timeout, prof)
                 rec["repetition"] = rep
                 results.append(rec)
                 print(f"  {kind:10} rep {rep}: " + (f"wall {rec['wall_s']:.2f} s cpu {rec['cpu_s']:.2f} s "
