@@ -28,7 +28,7 @@ from pathlib import Path
 
 from overhead import tree_graph
 from procs import Sampler, Scheduler, Workers
-from waiting import wait_idle
+from waiting import idle_cpu_rate, wait_idle
 
 MiB = 2**20
 
@@ -45,6 +45,9 @@ def soak(kind: str, args, tmp: Path) -> list[dict]:
                 client.wait_for_workers(args.workers, timeout=120)
             sampler = Sampler([], sched.proc.pid).start()
             time.sleep(args.settle)
+            # with no workers, a round ends when the scheduler side is as
+            # idle as it is now (waiting.wait_idle)
+            idle_rate = None if args.workers else idle_cpu_rate(sampler)
             out.append({"scheduler": kind, "round": "start", "rss_bytes": sampler.scheduler_rss[-1],
                         "helper_rss_bytes": sampler.helper_rss[-1]})
             for r in range(args.rounds):
@@ -61,7 +64,7 @@ def soak(kind: str, args, tmp: Path) -> list[dict]:
                     time.sleep(2)
                     client.cancel(future)
                 else:
-                    wait_idle(sampler, args.timeout)
+                    wait_idle(sampler, args.timeout, idle_rate)
                     client.cancel(future)
                 del future
                 time.sleep(args.settle)
