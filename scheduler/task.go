@@ -153,6 +153,12 @@ type TaskState struct {
 	// coRoot: a root co-assignment handed out; its outputs count in
 	// WorkerState.coRootBytes (coassign_pace.go)
 	coRoot bool
+	// keyHash is the low half of keyIndexHash(Key), taken when the task is
+	// made, while its key is in the cache: the key cache and the task
+	// table's slots find a task's place by it without reading the key
+	// again, which by then is usually a cache miss (keycache.go). It fills
+	// the struct's tail padding.
+	keyHash uint32
 }
 
 // taskExtra holds the TaskState fields that few tasks use: restrictions,
@@ -353,13 +359,15 @@ type TaskGroup struct {
 }
 
 func (s *State) newTask(key protocol.Key, spec *GraphTask, st Status) *TaskState {
-	ts := s.makeTask(key, spec, st)
-	s.tasks.put(ts)
+	h := keyIndexHash(key)
+	ts := s.makeTask(key, uint32(h), spec, st)
+	s.tasks.putHashed(ts, h)
 	return ts
 }
 
-// makeTask is newTask without entering the task in State.tasks.
-func (s *State) makeTask(key protocol.Key, spec *GraphTask, st Status) *TaskState {
+// makeTask is newTask without entering the task in State.tasks; h is
+// uint32(keyIndexHash(key)).
+func (s *State) makeTask(key protocol.Key, h uint32, spec *GraphTask, st Status) *TaskState {
 	str, plain := keyStr(key)
 	head, tuple := "", false
 	if !plain {
@@ -400,7 +408,7 @@ func (s *State) makeTask(key protocol.Key, spec *GraphTask, st Status) *TaskStat
 		s.groups[tg.Name] = tg
 	}
 	ts := &TaskState{Key: key, state: st, group: tg,
-		prefix: tg.prefix, nbytes: -1, recIdx: -1}
+		prefix: tg.prefix, nbytes: -1, recIdx: -1, keyHash: h}
 	tg.size++
 	tg.states[st]++
 	tg.prefix.states[st]++

@@ -120,6 +120,9 @@ func (s *State) validateTaskState(ts *TaskState) {
 			s.broken(ts, "stale %d-role set slot at %d", r+1, pos)
 		}
 	}
+	if ts.keyHash != uint32(keyIndexHash(ts.Key)) {
+		s.broken(ts, "stored key hash %#x is not the key's", ts.keyHash)
+	}
 	if ts.state != StatusProcessing && ts.processingOn != nil {
 		s.broken(ts, "processing_on set outside processing")
 	}
