@@ -345,7 +345,11 @@ type TaskGroup struct {
 	dependencies map[*TaskGroup]struct{}
 	nbytesTotal  int64
 	nbytesTasks  int64 // tasks whose nbytes nbytesTotal counts: their mean is nbytesTotal / nbytesTasks
-	types        map[string]int
+	// types is TaskGroup.types, the set of its results' type names;
+	// lastType the one added last, which a group's tasks nearly always
+	// repeat: the set is not probed again for it, once per finished task
+	types    map[string]struct{}
+	lastType string
 
 	// co-assignment state of decide_worker_rootish_queuing_disabled; kept
 	// for the policy hook (place_rootish.go).

@@ -120,11 +120,12 @@ func (s *State) addToMemory(ts *TaskState, ws *WorkerState, typ []byte, typeName
 		}
 	}
 	s.setState(ts, StatusMemory)
-	if typeName != "" {
-		if ts.group.types == nil {
-			ts.group.types = map[string]int{}
+	if tg := ts.group; typeName != "" && typeName != tg.lastType {
+		if tg.types == nil {
+			tg.types = map[string]struct{}{}
 		}
-		ts.group.types[typeName]++
+		tg.types[typeName] = struct{}{}
+		tg.lastType = typeName
 	}
 	s.releaseFireAndForget(ts)
 	clear(s.scratchTS) // pins no task
