@@ -1,7 +1,8 @@
 package scheduler
 
 // taskSet is oset for the sets of tasks that grow big: a worker's
-// has_what and processing, a client's wants_what. Each task keeps, per
+// has_what and processing, a client's wants_what, the replicated tasks.
+// Each task keeps, per
 // role, a slot holding its position in one set of that role, so the
 // common case (one holder, one wanting client, one worker processing it)
 // adds, finds and swap-removes with no hashing. An oset's index map cost
@@ -28,14 +29,28 @@ const (
 	roleProcessing
 	roleStealable // one level of a worker's stealable tasks (steal.go)
 	numRoles
+	// roleReplicated is State.replicated's: the tasks in memory on more
+	// than one worker, a set as big as a graph's intermediate results. It
+	// shares roleProcessing's slot, which a task in memory leaves free (a
+	// processing task is in memory nowhere); a task that ever needed both
+	// would be indexed in idx, as any task whose slot is taken.
+	roleReplicated = numRoles
 )
+
+// slot is the index in TaskState.slotSet and slotPos of r's slot.
+func (r setRole) slot() int {
+	if r == roleReplicated {
+		return int(roleProcessing) - 1
+	}
+	return int(r) - 1
+}
 
 // owns reports whether ts's slot of s's role names s: ts's position in s
 // is then TaskState.slotPos of that role. A task's slot is split into two
 // arrays (set pointers, positions) so that it packs into 12 bytes a role
 // instead of a padded 16, keeping TaskState small (oset.go).
 func (s *taskSet) owns(ts *TaskState) bool {
-	return s.role != roleNone && ts.slotSet[s.role-1] == s
+	return s.role != roleNone && ts.slotSet[s.role.slot()] == s
 }
 
 func (s *taskSet) Len() int { return len(s.items) }
@@ -45,7 +60,7 @@ func (s *taskSet) Items() []*TaskState { return s.items }
 
 func (s *taskSet) find(ts *TaskState) int {
 	if s.owns(ts) {
-		return int(ts.slotPos[s.role-1])
+		return int(ts.slotPos[s.role.slot()])
 	}
 	if s.idx != nil {
 		if i, ok := s.idx[ts]; ok {
@@ -79,8 +94,8 @@ func (s *taskSet) Add(ts *TaskState) bool {
 func (s *taskSet) addNew(ts *TaskState) {
 	i := int32(len(s.items))
 	s.items = appendDoubling(s.items, ts)
-	if s.role != roleNone && ts.slotSet[s.role-1] == nil {
-		ts.slotSet[s.role-1], ts.slotPos[s.role-1] = s, i
+	if s.role != roleNone && ts.slotSet[s.role.slot()] == nil {
+		ts.slotSet[s.role.slot()], ts.slotPos[s.role.slot()] = s, i
 		return
 	}
 	switch {
@@ -99,7 +114,7 @@ func (s *taskSet) addNew(ts *TaskState) {
 // setPos records that member x now sits at i.
 func (s *taskSet) setPos(x *TaskState, i int) {
 	if s.owns(x) {
-		x.slotPos[s.role-1] = int32(i)
+		x.slotPos[s.role.slot()] = int32(i)
 	} else if s.idx != nil {
 		s.idx[x] = int32(i)
 	}
@@ -108,7 +123,7 @@ func (s *taskSet) setPos(x *TaskState, i int) {
 // unindex forgets member x's position.
 func (s *taskSet) unindex(x *TaskState) {
 	if s.owns(x) {
-		x.slotSet[s.role-1], x.slotPos[s.role-1] = nil, 0
+		x.slotSet[s.role.slot()], x.slotPos[s.role.slot()] = nil, 0
 	} else if s.idx != nil {
 		delete(s.idx, x)
 	}
