@@ -50,7 +50,7 @@ func (s *State) exitProcessingCommon(ts *TaskState) *WorkerState {
 	ts.viaQueuePolicy = false
 	s.runs.drop(ts.runID)
 	s.wsRemoveFromProcessing(ws, ts)
-	if ws.closed || s.workers[ws.Address] != ws {
+	if ws.closed { // a worker leaves s.workers as it closes (removeWorker)
 		return nil
 	}
 	s.checkIdleSaturated(ws)

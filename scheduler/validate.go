@@ -205,6 +205,10 @@ func (s *State) validateWorkers() {
 	for _, ws := range s.workerOrder.Items() {
 		threads += ws.NThreads
 		rootHeld += ws.coRootBytes
+		if ws.closed || s.workers[ws.Address] != ws {
+			// reportingWorker and exitProcessingCommon rely on it
+			panic(fmt.Sprintf("scheduler invariant broken: worker %s closed or not indexed by its address", ws.Address))
+		}
 		running := ws.status == "running"
 		if running != s.running.Has(ws) {
 			panic(fmt.Sprintf("scheduler invariant broken: worker %s status %s vs running set", ws.Address, ws.status))
