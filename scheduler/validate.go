@@ -273,12 +273,12 @@ func (s *State) validateWorkerTasks(ws *WorkerState) {
 			s.broken(ts, "long-running on %s but not processing there", ws.Address)
 		}
 	}
-	if len(needs) != len(ws.needsWhat) {
-		panic(fmt.Sprintf("scheduler invariant broken: needs_what of %s has %d entries, want %d", ws.Address, len(ws.needsWhat), len(needs)))
+	if len(needs) != ws.needsWhat.Len() {
+		panic(fmt.Sprintf("scheduler invariant broken: needs_what of %s has %d entries, want %d", ws.Address, ws.needsWhat.Len(), len(needs)))
 	}
 	for dts, n := range needs {
-		if ws.needsWhat[dts] != n {
-			s.broken(dts, "needs_what count on %s is %d, want %d", ws.Address, ws.needsWhat[dts], n)
+		if ws.needsWhat.get(dts) != n {
+			s.broken(dts, "needs_what count on %s is %d, want %d", ws.Address, ws.needsWhat.get(dts), n)
 		}
 	}
 	for _, pc := range pcs {
