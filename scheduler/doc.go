@@ -46,7 +46,8 @@
 //	                             stimuli_helper.go, stimuli_shuffle.go, stimuli_tick.go,
 //	                             stimuli_diagnostics.go
 //	the outbox (the outputs)     outbox.go, messages.go (every message built, field for field)
-//	tasks, workers, clients      task.go, taskset.go, worker.go, membership.go, client.go
+//	tasks, workers, clients      task.go, taskset.go, worker.go, worker_needs.go,
+//	                             membership.go, client.go
 //	graphs                       graph.go (update_graph), annotations.go, keysplit.go
 //	transitions                  transitions.go (table, loop, log, cascade cap),
 //	                             transitions_waiting.go, transitions_processing.go,

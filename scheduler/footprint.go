@@ -57,7 +57,7 @@ func (s *State) Footprint() Footprint {
 	for _, ws := range s.workers {
 		f.Processing += ws.processing.Len()
 		f.HasWhat += ws.hasWhat.Len()
-		f.NeedsWhat += len(ws.needsWhat)
+		f.NeedsWhat += ws.needsWhat.Len()
 		f.Executing += len(ws.executing)
 		f.Actors += ws.actors.Len()
 		if ws.steal != nil {

@@ -227,7 +227,7 @@ func (s *State) generateTaskStates(keys []protocol.Key, g *graphIndex) (wanted, 
 		case ts == nil && spec == nil:
 			continue // unreachable: lost dependencies were checked
 		case ts == nil && g.seg != nil && inGraph:
-			ts = s.makeTask(k, spec, StatusReleased)
+			ts = s.makeTask(k, g.hash[i], spec, StatusReleased)
 			s.tasks.adopt(g.seg, i, ts)
 			fresh = append(fresh, i)
 		case ts == nil:

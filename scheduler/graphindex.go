@@ -24,15 +24,19 @@ type graphIndex struct {
 	// seg, when the graph is big enough, holds the tasks it creates
 	// (taskTable.adoptSegment), found through index
 	seg *tableSegment
+	// hash[e] is uint32(keyIndexHash(tasks[e].Key)), the task's keyHash
+	hash []uint32
 }
 
 func newGraphIndex(tasks []GraphTask) *graphIndex {
-	g := &graphIndex{tasks: tasks, index: makeKeyIndex(len(tasks)), ts: make([]*TaskState, len(tasks))}
+	g := &graphIndex{tasks: tasks, index: makeKeyIndex(len(tasks)), ts: make([]*TaskState, len(tasks)),
+		hash: make([]uint32, len(tasks))}
 	slots := g.index.slots
 	mask := len(slots) - 1
 	for e := range tasks {
 		k := tasks[e].Key
 		h := keyIndexHash(k)
+		g.hash[e] = uint32(h)
 		tag := h & keyTagMask
 		for i := int(h) & mask; ; i = (i + 1) & mask {
 			// a repeated key takes the slot of its first entry: the last

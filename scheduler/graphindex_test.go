@@ -57,7 +57,7 @@ func TestKeyIndexSkipsCandidatesOfOtherKeys(t *testing.T) {
 
 	var tt taskTable
 	sg := tt.adoptSegment(g.index, len(tasks))
-	ta, tb := &TaskState{Key: "a"}, &TaskState{Key: "b"}
+	ta, tb := keyedTask("a"), keyedTask("b")
 	tt.adopt(sg, 0, ta)
 	tt.adopt(sg, 1, tb) // the forged slot's entry: held, but not a's
 	if got := tt.get("a"); got != ta {

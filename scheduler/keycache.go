@@ -1,10 +1,6 @@
 package scheduler
 
-import (
-	"hash/maphash"
-
-	"daskgo/protocol"
-)
+import "daskgo/protocol"
 
 // keyCache remembers the tasks that last reached memory, by a hash of their
 // key, for add-keys: a worker reports a replica it fetched (one add-keys
@@ -21,25 +17,21 @@ type keyCache struct {
 
 const keyCacheSlots = 1 << 14
 
-// keyCacheSeed seeds keySlot. A slot only decides whether a lookup is a
-// hit, never a result, so the seed may differ between processes.
-var keyCacheSeed = maphash.MakeSeed()
-
-// keySlot is the key's hash folded to a slot. maphash, not a byte-wise
-// FNV-1a: on a 52-byte key like dask's ("('sum-aggregate-<token>', 258)"
-// packed) FNV took 40 ns and maphash 5.5 (a one-off benchmark on this
-// machine; equal at 5 ns on an 8-byte key), and put, find and drop each
-// hash the key once per task.
-func keySlot(k protocol.Key) int {
-	return int(maphash.String(keyCacheSeed, string(k))) & (keyCacheSlots - 1)
-}
+// keySlot folds h, the low half of keyIndexHash (TaskState.keyHash), to a
+// slot. The task's stored half serves put and drop, so only a lookup by a
+// key from a message hashes its bytes: those of a task that finished a while
+// ago are mostly out of the cache by the time it reaches memory or is
+// forgotten. maphash, not a byte-wise FNV-1a: on a 52-byte key like dask's
+// ("('sum-aggregate-<token>', 258)" packed) FNV took 40 ns and maphash 5.5
+// (a one-off benchmark on this machine; equal at 5 ns on an 8-byte key).
+func keySlot(h uint32) int { return int(h) & (keyCacheSlots - 1) }
 
 // put remembers ts, which just reached memory.
 func (c *keyCache) put(ts *TaskState) {
 	if c.slots == nil {
 		c.slots = make([]*TaskState, keyCacheSlots)
 	}
-	c.slots[keySlot(ts.Key)] = ts
+	c.slots[keySlot(ts.keyHash)] = ts
 }
 
 // find returns the task of key k if the table remembers it.
@@ -47,7 +39,7 @@ func (c *keyCache) find(k protocol.Key) *TaskState {
 	if c.slots == nil {
 		return nil
 	}
-	if ts := c.slots[keySlot(k)]; ts != nil && ts.state != StatusForgotten && ts.Key == k {
+	if ts := c.slots[keySlot(uint32(keyIndexHash(k)))]; ts != nil && ts.state != StatusForgotten && ts.Key == k {
 		return ts
 	}
 	return nil
@@ -58,7 +50,7 @@ func (c *keyCache) drop(ts *TaskState) {
 	if c.slots == nil {
 		return
 	}
-	if i := keySlot(ts.Key); c.slots[i] == ts {
+	if i := keySlot(ts.keyHash); c.slots[i] == ts {
 		c.slots[i] = nil
 	}
 }

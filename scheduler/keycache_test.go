@@ -11,7 +11,10 @@ import (
 // not hold or a forgotten task, and forgets a task only from its own slot.
 func TestKeyCache(t *testing.T) {
 	var c keyCache
-	a := &TaskState{Key: protocol.StrKey("a"), state: StatusMemory}
+	task := func(k protocol.Key) *TaskState {
+		return &TaskState{Key: k, state: StatusMemory, keyHash: uint32(keyIndexHash(k))}
+	}
+	a := task(protocol.StrKey("a"))
 	if c.find(a.Key) != nil {
 		t.Fatal("an empty cache found a task")
 	}
@@ -26,8 +29,8 @@ func TestKeyCache(t *testing.T) {
 	var b *TaskState
 	for i := 0; b == nil; i++ {
 		k := protocol.StrKey("k-" + strconv.Itoa(i))
-		if keySlot(k) == keySlot(a.Key) {
-			b = &TaskState{Key: k, state: StatusMemory}
+		if b0 := task(k); keySlot(b0.keyHash) == keySlot(a.keyHash) {
+			b = b0
 		}
 	}
 	c.put(b)
@@ -40,7 +43,7 @@ func TestKeyCache(t *testing.T) {
 		t.Error("found a forgotten task")
 	}
 	c.drop(b)
-	if c.slots[keySlot(b.Key)] != nil {
+	if c.slots[keySlot(b.keyHash)] != nil {
 		t.Error("drop left the task in its slot")
 	}
 }

@@ -46,7 +46,7 @@ type State struct {
 	unrunnable oset[*TaskState]
 	// replicated: tasks in memory on more than one worker (distributed's
 	// replicated_tasks), for the active memory manager (amm.go)
-	replicated oset[*TaskState]
+	replicated taskSet
 
 	totalNThreads     int
 	totalMemory       int64
@@ -145,6 +145,7 @@ func New(cfg Config) *State {
 		co:        newCoAssign(),
 	}
 	s.running.role, s.idle.role, s.idleTaskCount.role, s.saturated.role = roleRunning, roleIdle, roleIdleTaskCount, roleSaturated
+	s.replicated.role = roleReplicated
 	s.log.init(cfg.TransitionLogSize)
 	s.stream.max = cfg.TaskStreamLength
 	s.dashStream.max = cfg.DashboardStreamLength

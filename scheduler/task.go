@@ -95,50 +95,10 @@ func (p priority) wireInto(w *priorityWire) any {
 // 384-byte class plus a 16-byte box. A task waiting in a 200k-task graph
 // costs the Go process 48 bytes less (scripts/bench/results/memory-per-task).
 type TaskState struct {
-	// Key never changes once the task is made: keyAny's values point at it.
-	Key    protocol.Key
-	group  *TaskGroup
-	prefix *TaskPrefix
-
-	runSpec RunSpec
-	// kind is GraphTask.Kind interned by State.kindOf, nil before a spec;
-	// only the P2P barrier check reads it
-	kind     *string
-	priority priority
-
-	dependencies oset[*TaskState]
-	dependents   oset[*TaskState]
-	waitingOn    oset[*TaskState] // dependencies not in memory yet
-	waiters      oset[*TaskState] // dependents that still need this task
-	whoWants     oset[*ClientState]
-	whoHas       oset[*WorkerState]
-	processingOn *WorkerState
-
-	annotations    any   // verbatim, for compute-task (GraphTask.Annotations)
-	nbytes         int64 // -1 until measured
-	exceptionBlame *TaskState
-	extra          *taskExtra // nil until a rare field is set
-	// slotSet, slotPos: the task's position in one has_what, one
-	// wants_what, one processing set and one stealable level, so those big
-	// sets need no hash index (taskset.go)
-	slotSet [numRoles - 1]*taskSet
-	slotPos [numRoles - 1]int32
-
-	runID    int64  // 0 = never sent
-	epoch    uint64 // == State.graphEpoch: touched by the graph being applied
-	heapTok  uint64 // ticket of the live entry in State.queued, 0 when not in it
-	queueSeq uint64 // tie-breaker: oldest first, like HeapSet
-	// coBlock/coPos: the task's place in a co-assignment run (coassign.go)
-	coBlock *coBlock
-	coPos   int32
-	coRank  int32 // rank in its partition's priority order (coBlock.byRank)
-	coFam   int32 // its family in coBlock.fams, when the block has families
-	recIdx  int32 // index in State.recs, -1 when not recommended
-	// seg/segPos: the State.tasks segment holding the task and its entry
-	// there, nil when the table's slots hold it (tasktable_segment.go)
-	seg    *tableSegment
-	segPos int32
-
+	// The fields most transitions read or write come first, so that a
+	// task's hot part spans four or five cache lines of its six: the task
+	// a transition touches is mostly out of the cache by then, each line a
+	// miss.
 	state               Status
 	dataProducer        bool
 	hasPriority         bool
@@ -153,6 +113,57 @@ type TaskState struct {
 	// coRoot: a root co-assignment handed out; its outputs count in
 	// WorkerState.coRootBytes (coassign_pace.go)
 	coRoot bool
+	recIdx int32 // index in State.recs, -1 when not recommended
+	// keyHash is the low half of keyIndexHash(Key), taken when the task is
+	// made, while its key is in the cache: the key cache and the task
+	// table's slots find a task's place by it without reading the key
+	// again, which by then is usually a cache miss (keycache.go).
+	keyHash uint32
+	// Key never changes once the task is made: keyAny's values point at it.
+	// Every transition reads it, for the transition log.
+	Key protocol.Key
+
+	group        *TaskGroup
+	prefix       *TaskPrefix
+	processingOn *WorkerState
+	nbytes       int64 // -1 until measured
+	runID        int64 // 0 = never sent
+	priority     priority
+
+	dependencies oset[*TaskState]
+	dependents   oset[*TaskState]
+	waitingOn    oset[*TaskState] // dependencies not in memory yet
+	waiters      oset[*TaskState] // dependents that still need this task
+	whoWants     oset[*ClientState]
+	whoHas       oset[*WorkerState]
+
+	// slotSet, slotPos: the task's position in one has_what, one
+	// wants_what, one processing set and one stealable level, so those big
+	// sets need no hash index (taskset.go)
+	slotSet [numRoles - 1]*taskSet
+	slotPos [numRoles - 1]int32
+
+	heapTok  uint64 // ticket of the live entry in State.queued, 0 when not in it
+	queueSeq uint64 // tie-breaker: oldest first, like HeapSet
+
+	// Read once or twice in a task's life, or only in some modes.
+	runSpec RunSpec
+	// kind is GraphTask.Kind interned by State.kindOf, nil before a spec;
+	// only the P2P barrier check reads it
+	kind           *string
+	annotations    any // verbatim, for compute-task (GraphTask.Annotations)
+	exceptionBlame *TaskState
+	extra          *taskExtra // nil until a rare field is set
+	epoch          uint64     // == State.graphEpoch: touched by the graph being applied
+	// coBlock/coPos: the task's place in a co-assignment run (coassign.go)
+	coBlock *coBlock
+	coPos   int32
+	coRank  int32 // rank in its partition's priority order (coBlock.byRank)
+	coFam   int32 // its family in coBlock.fams, when the block has families
+	// seg/segPos: the State.tasks segment holding the task and its entry
+	// there, nil when the table's slots hold it (tasktable_segment.go)
+	segPos int32
+	seg    *tableSegment
 }
 
 // taskExtra holds the TaskState fields that few tasks use: restrictions,
@@ -339,7 +350,11 @@ type TaskGroup struct {
 	dependencies map[*TaskGroup]struct{}
 	nbytesTotal  int64
 	nbytesTasks  int64 // tasks whose nbytes nbytesTotal counts: their mean is nbytesTotal / nbytesTasks
-	types        map[string]int
+	// types is TaskGroup.types, the set of its results' type names;
+	// lastType the one added last, which a group's tasks nearly always
+	// repeat: the set is not probed again for it, once per finished task
+	types    map[string]struct{}
+	lastType string
 
 	// co-assignment state of decide_worker_rootish_queuing_disabled; kept
 	// for the policy hook (place_rootish.go).
@@ -353,13 +368,15 @@ type TaskGroup struct {
 }
 
 func (s *State) newTask(key protocol.Key, spec *GraphTask, st Status) *TaskState {
-	ts := s.makeTask(key, spec, st)
-	s.tasks.put(ts)
+	h := keyIndexHash(key)
+	ts := s.makeTask(key, uint32(h), spec, st)
+	s.tasks.putHashed(ts, h)
 	return ts
 }
 
-// makeTask is newTask without entering the task in State.tasks.
-func (s *State) makeTask(key protocol.Key, spec *GraphTask, st Status) *TaskState {
+// makeTask is newTask without entering the task in State.tasks; h is
+// uint32(keyIndexHash(key)).
+func (s *State) makeTask(key protocol.Key, h uint32, spec *GraphTask, st Status) *TaskState {
 	str, plain := keyStr(key)
 	head, tuple := "", false
 	if !plain {
@@ -400,7 +417,7 @@ func (s *State) makeTask(key protocol.Key, spec *GraphTask, st Status) *TaskStat
 		s.groups[tg.Name] = tg
 	}
 	ts := &TaskState{Key: key, state: st, group: tg,
-		prefix: tg.prefix, nbytes: -1, recIdx: -1}
+		prefix: tg.prefix, nbytes: -1, recIdx: -1, keyHash: h}
 	tg.size++
 	tg.states[st]++
 	tg.prefix.states[st]++

@@ -92,11 +92,11 @@ func (s *State) handleRemoveWorker(addr string, expected, closeIt bool, reason s
 // handleTaskFinished mirrors Scheduler.handle_task_finished and
 // stimulus_task_finished, including stale run_id handling.
 func (s *State) handleTaskFinished(x *TaskFinished) {
-	ws := s.workers[x.Worker]
+	ts := s.runs.find(x.RunID, x.Key) // s.tasks.get(x.Key), without the big table's misses
+	ws := s.reportingWorker(ts, x.Worker)
 	if ws == nil {
 		return
 	}
-	ts := s.runs.find(x.RunID, x.Key) // s.tasks.get(x.Key), without the big table's misses
 	if ts == nil {
 		ts = s.tasks.get(x.Key)
 	}
@@ -137,6 +137,19 @@ func (s *State) handleTaskFinished(x *TaskFinished) {
 	}
 	s.runTransitions()
 	s.queueSlotsMaybeOpened()
+}
+
+// reportingWorker is s.workers[addr], read from the worker processing ts
+// when that is the one reporting (nearly every task-finished): a probe of
+// the workers map by address costs a string hash per task. A worker leaves
+// s.workers when it is closed, and addresses are unique among the live.
+func (s *State) reportingWorker(ts *TaskState, addr string) *WorkerState {
+	if ts != nil {
+		if ws := ts.processingOn; ws != nil && !ws.closed && ws.Address == addr {
+			return ws
+		}
+	}
+	return s.workers[addr]
 }
 
 // finishedArgs are stimulus_task_finished's kwargs to _transition.

@@ -1,7 +1,8 @@
 package scheduler
 
 // taskSet is oset for the sets of tasks that grow big: a worker's
-// has_what and processing, a client's wants_what. Each task keeps, per
+// has_what and processing, a client's wants_what, the replicated tasks.
+// Each task keeps, per
 // role, a slot holding its position in one set of that role, so the
 // common case (one holder, one wanting client, one worker processing it)
 // adds, finds and swap-removes with no hashing. An oset's index map cost
@@ -28,15 +29,48 @@ const (
 	roleProcessing
 	roleStealable // one level of a worker's stealable tasks (steal.go)
 	numRoles
+	// roleReplicated is State.replicated's: the tasks in memory on more
+	// than one worker, a set as big as a graph's intermediate results. It
+	// shares roleProcessing's slot, which a task in memory leaves free (a
+	// processing task is in memory nowhere); a task that ever needed both
+	// would be indexed in idx, as any task whose slot is taken.
+	roleReplicated = numRoles
 )
 
-// owns reports whether ts's slot of s's role names s: ts's position in s
-// is then TaskState.slotPos of that role. A task's slot is split into two
+// slot is the index in TaskState.slotSet and slotPos of r's slot.
+func (r setRole) slot() int {
+	if r == roleReplicated {
+		return int(roleProcessing) - 1
+	}
+	return int(r) - 1
+}
+
+// spareSlot is a second slot a has_what may use, roleWantsWhat's: a
+// task's second replica (each transfer of a dependency makes one) is
+// then found without hashing as its first is, and a client wanting
+// the task finds its slot taken only while the task has two holders
+// (it then indexes it in idx, which is correct whoever holds the slot).
+const spareSlot = int(roleWantsWhat) - 1
+
+// slotOf returns the slot of ts that names s, or -1: ts's position in s
+// is then TaskState.slotPos of that slot. A task's slot is split into two
 // arrays (set pointers, positions) so that it packs into 12 bytes a role
 // instead of a padded 16, keeping TaskState small (oset.go).
-func (s *taskSet) owns(ts *TaskState) bool {
-	return s.role != roleNone && ts.slotSet[s.role-1] == s
+func (s *taskSet) slotOf(ts *TaskState) int {
+	if s.role == roleNone {
+		return -1
+	}
+	if j := s.role.slot(); ts.slotSet[j] == s {
+		return j
+	}
+	if s.role == roleHasWhat && ts.slotSet[spareSlot] == s {
+		return spareSlot
+	}
+	return -1
 }
+
+// owns reports whether a slot of ts names s.
+func (s *taskSet) owns(ts *TaskState) bool { return s.slotOf(ts) >= 0 }
 
 func (s *taskSet) Len() int { return len(s.items) }
 
@@ -44,8 +78,8 @@ func (s *taskSet) Len() int { return len(s.items) }
 func (s *taskSet) Items() []*TaskState { return s.items }
 
 func (s *taskSet) find(ts *TaskState) int {
-	if s.owns(ts) {
-		return int(ts.slotPos[s.role-1])
+	if j := s.slotOf(ts); j >= 0 {
+		return int(ts.slotPos[j])
 	}
 	if s.idx != nil {
 		if i, ok := s.idx[ts]; ok {
@@ -79,9 +113,15 @@ func (s *taskSet) Add(ts *TaskState) bool {
 func (s *taskSet) addNew(ts *TaskState) {
 	i := int32(len(s.items))
 	s.items = appendDoubling(s.items, ts)
-	if s.role != roleNone && ts.slotSet[s.role-1] == nil {
-		ts.slotSet[s.role-1], ts.slotPos[s.role-1] = s, i
-		return
+	if s.role != roleNone {
+		j := s.role.slot()
+		if ts.slotSet[j] != nil && s.role == roleHasWhat {
+			j = spareSlot
+		}
+		if ts.slotSet[j] == nil {
+			ts.slotSet[j], ts.slotPos[j] = s, i
+			return
+		}
 	}
 	switch {
 	case s.idx != nil:
@@ -98,8 +138,8 @@ func (s *taskSet) addNew(ts *TaskState) {
 
 // setPos records that member x now sits at i.
 func (s *taskSet) setPos(x *TaskState, i int) {
-	if s.owns(x) {
-		x.slotPos[s.role-1] = int32(i)
+	if j := s.slotOf(x); j >= 0 {
+		x.slotPos[j] = int32(i)
 	} else if s.idx != nil {
 		s.idx[x] = int32(i)
 	}
@@ -107,8 +147,8 @@ func (s *taskSet) setPos(x *TaskState, i int) {
 
 // unindex forgets member x's position.
 func (s *taskSet) unindex(x *TaskState) {
-	if s.owns(x) {
-		x.slotSet[s.role-1], x.slotPos[s.role-1] = nil, 0
+	if j := s.slotOf(x); j >= 0 {
+		x.slotSet[j], x.slotPos[j] = nil, 0
 	} else if s.idx != nil {
 		delete(s.idx, x)
 	}

@@ -2,8 +2,9 @@ package scheduler
 
 import "testing"
 
-// TestTaskSetMatchesOset drives three sets of one role (so tasks overflow
-// from their slot into idx) and one roleNone set with random adds and
+// TestTaskSetMatchesOset drives three has_what sets (so tasks take the
+// spare slot, then overflow into idx), a wants_what set competing for that
+// spare slot, the replicated set and one roleNone set with random adds and
 // removes, checking membership and order against oset and the index
 // invariants after every step.
 func TestTaskSetMatchesOset(t *testing.T) {
@@ -12,7 +13,8 @@ func TestTaskSetMatchesOset(t *testing.T) {
 	for i := range tasks {
 		tasks[i] = &TaskState{Key: k("t"), recIdx: -1}
 	}
-	sets := []*taskSet{{role: roleHasWhat}, {role: roleHasWhat}, {role: roleHasWhat}, {}}
+	sets := []*taskSet{{role: roleHasWhat}, {role: roleHasWhat}, {role: roleHasWhat},
+		{role: roleWantsWhat}, {role: roleReplicated}, {}}
 	refs := make([]oset[*TaskState], len(sets))
 	next := xorshift(7)
 	for step := 0; step < 10000; step++ {
@@ -34,9 +36,10 @@ func TestTaskSetMatchesOset(t *testing.T) {
 			set.validate(s, "set")
 		}
 		for _, x := range tasks {
-			set, pos := x.slotSet[roleHasWhat-1], x.slotPos[roleHasWhat-1]
-			if set != nil && set.items[pos] != x {
-				t.Fatalf("step %d: stale slot", step)
+			for r, set := range x.slotSet {
+				if pos := x.slotPos[r]; set != nil && set.items[pos] != x {
+					t.Fatalf("step %d: stale slot %d", step, r)
+				}
 			}
 			for n, set := range sets {
 				eq(t, set.Has(x), refs[n].Has(x), "has")

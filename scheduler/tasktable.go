@@ -93,8 +93,10 @@ func (t *taskTable) slotsGet(k protocol.Key, h uint64) *TaskState {
 // put sets ts as the task of its key, replacing the one held, as a map
 // assignment does. The probe compares a key only where the whole hash
 // matches, so a new key costs the walk to an empty slot.
-func (t *taskTable) put(ts *TaskState) {
-	h := keyIndexHash(ts.Key)
+func (t *taskTable) put(ts *TaskState) { t.putHashed(ts, keyIndexHash(ts.Key)) }
+
+// putHashed is put with h = keyIndexHash(ts.Key).
+func (t *taskTable) putHashed(ts *TaskState, h uint64) {
 	if len(t.segs) > 0 {
 		if old := t.segGet(ts.Key, h); old != nil && old != ts {
 			t.segRemove(old)
@@ -150,7 +152,7 @@ func (t *taskTable) remove(ts *TaskState) {
 		return
 	}
 	mask := len(t.slots) - 1
-	i := int(keyIndexHash(ts.Key)) & mask
+	i := int(ts.keyHash) & mask // the low half of the hash: mask is below 2^32
 	for t.slots[i].ts != ts {
 		if t.slots[i].ts == nil {
 			return

@@ -20,7 +20,7 @@ func TestTaskTableMatchesAMap(t *testing.T) {
 		k := protocol.Key(fmt.Sprintf("k-%d", rng.IntN(300)))
 		switch op := rng.IntN(10); {
 		case op < 5: // insert or replace
-			ts := &TaskState{Key: k}
+			ts := keyedTask(k)
 			tt.put(ts)
 			ref[k] = ts
 		case op < 8:
@@ -28,7 +28,7 @@ func TestTaskTableMatchesAMap(t *testing.T) {
 				tt.remove(ts)
 				delete(ref, k)
 			} else {
-				tt.remove(&TaskState{Key: k}) // not held: no change
+				tt.remove(keyedTask(k)) // not held: no change
 			}
 		default:
 			if got := tt.get(k); got != ref[k] {
@@ -108,7 +108,7 @@ func TestTaskTableSegmentsMatchAMap(t *testing.T) {
 			for i := range g {
 				k := g[i].Key
 				if idx.lookup(k) == int32(i) && ref[k] == nil {
-					ts := &TaskState{Key: k}
+					ts := keyedTask(k)
 					tt.adopt(sg, int32(i), ts)
 					ref[k] = ts
 				}
@@ -116,7 +116,7 @@ func TestTaskTableSegmentsMatchAMap(t *testing.T) {
 			tt.settle(sg)
 		case op < 40: // insert or replace, wherever the old one is
 			k := key()
-			ts := &TaskState{Key: k}
+			ts := keyedTask(k)
 			tt.put(ts)
 			ref[k] = ts
 		case op < 80:
@@ -125,7 +125,7 @@ func TestTaskTableSegmentsMatchAMap(t *testing.T) {
 				tt.remove(ts)
 				delete(ref, k)
 			} else {
-				tt.remove(&TaskState{Key: k})
+				tt.remove(keyedTask(k))
 			}
 		default:
 			if k := key(); tt.get(k) != ref[k] {
@@ -201,4 +201,9 @@ func TestBigGraphTasksLiveInASegment(t *testing.T) {
 	if s.tasks.slots != nil {
 		t.Fatal("the slots of an emptied table were kept")
 	}
+}
+
+// keyedTask is a bare task of key k with its key hash, as makeTask makes it.
+func keyedTask(k protocol.Key) *TaskState {
+	return &TaskState{Key: k, keyHash: uint32(keyIndexHash(k))}
 }

@@ -50,7 +50,7 @@ func (s *State) exitProcessingCommon(ts *TaskState) *WorkerState {
 	ts.viaQueuePolicy = false
 	s.runs.drop(ts.runID)
 	s.wsRemoveFromProcessing(ws, ts)
-	if ws.closed || s.workers[ws.Address] != ws {
+	if ws.closed { // a worker leaves s.workers as it closes (removeWorker)
 		return nil
 	}
 	s.checkIdleSaturated(ws)
@@ -120,11 +120,12 @@ func (s *State) addToMemory(ts *TaskState, ws *WorkerState, typ []byte, typeName
 		}
 	}
 	s.setState(ts, StatusMemory)
-	if typeName != "" {
-		if ts.group.types == nil {
-			ts.group.types = map[string]int{}
+	if tg := ts.group; typeName != "" && typeName != tg.lastType {
+		if tg.types == nil {
+			tg.types = map[string]struct{}{}
 		}
-		ts.group.types[typeName]++
+		tg.types[typeName] = struct{}{}
+		tg.lastType = typeName
 	}
 	s.releaseFireAndForget(ts)
 	clear(s.scratchTS) // pins no task

@@ -22,6 +22,7 @@ func (s *State) validateState() {
 		s.validateTaskState(ts)
 	}
 	s.validateWorkers()
+	s.replicated.validate(s, "replicated")
 	s.validateClients()
 	s.validateQueue()
 	s.validateGroups()
@@ -116,9 +117,12 @@ func (s *State) validateTaskEdges(ts *TaskState) {
 func (s *State) validateTaskState(ts *TaskState) {
 	for r, set := range ts.slotSet {
 		pos := ts.slotPos[r]
-		if set != nil && (set.role != setRole(r+1) || int(pos) >= len(set.items) || set.items[pos] != ts) {
+		if set != nil && (set.role.slot() != r && (set.role != roleHasWhat || r != spareSlot) || int(pos) >= len(set.items) || set.items[pos] != ts) {
 			s.broken(ts, "stale %d-role set slot at %d", r+1, pos)
 		}
+	}
+	if ts.keyHash != uint32(keyIndexHash(ts.Key)) {
+		s.broken(ts, "stored key hash %#x is not the key's", ts.keyHash)
 	}
 	if ts.state != StatusProcessing && ts.processingOn != nil {
 		s.broken(ts, "processing_on set outside processing")
@@ -201,6 +205,10 @@ func (s *State) validateWorkers() {
 	for _, ws := range s.workerOrder.Items() {
 		threads += ws.NThreads
 		rootHeld += ws.coRootBytes
+		if ws.closed || s.workers[ws.Address] != ws {
+			// reportingWorker and exitProcessingCommon rely on it
+			panic(fmt.Sprintf("scheduler invariant broken: worker %s closed or not indexed by its address", ws.Address))
+		}
 		running := ws.status == "running"
 		if running != s.running.Has(ws) {
 			panic(fmt.Sprintf("scheduler invariant broken: worker %s status %s vs running set", ws.Address, ws.status))
@@ -265,12 +273,12 @@ func (s *State) validateWorkerTasks(ws *WorkerState) {
 			s.broken(ts, "long-running on %s but not processing there", ws.Address)
 		}
 	}
-	if len(needs) != len(ws.needsWhat) {
-		panic(fmt.Sprintf("scheduler invariant broken: needs_what of %s has %d entries, want %d", ws.Address, len(ws.needsWhat), len(needs)))
+	if len(needs) != ws.needsWhat.Len() {
+		panic(fmt.Sprintf("scheduler invariant broken: needs_what of %s has %d entries, want %d", ws.Address, ws.needsWhat.Len(), len(needs)))
 	}
 	for dts, n := range needs {
-		if ws.needsWhat[dts] != n {
-			s.broken(dts, "needs_what count on %s is %d, want %d", ws.Address, ws.needsWhat[dts], n)
+		if ws.needsWhat.get(dts) != n {
+			s.broken(dts, "needs_what count on %s is %d, want %d", ws.Address, ws.needsWhat.get(dts), n)
 		}
 	}
 	for _, pc := range pcs {

@@ -50,7 +50,7 @@ type WorkerState struct {
 	executing   map[protocol.Key]float64
 	// needsWhat counts processing tasks needing a dependency this worker
 	// lacks; networkOcc is the bytes of those dependencies.
-	needsWhat  map[*TaskState]int
+	needsWhat  replicaNeeds // worker_needs.go
 	networkOcc int64
 	nbytes     int64
 	// prefixCount counts non-long-running processing tasks per prefix, for
@@ -136,34 +136,29 @@ func (s *State) wsRemoveFromProcessing(ws *WorkerState, ts *TaskState) {
 		s.prefixCountGlobal = addPrefixCount(s.prefixCountGlobal, ts.prefix, -1)
 	}
 	ws.processing.Remove(ts)
+	if ws.needsWhat.Len() == 0 {
+		return
+	}
 	for _, dts := range ts.dependencies.Items() {
-		if _, ok := ws.needsWhat[dts]; ok {
+		if ws.needsWhat.get(dts) > 0 {
 			s.decNeedsReplica(ws, dts)
 		}
 	}
 }
 
 func (s *State) incNeedsReplica(ws *WorkerState, dts *TaskState) {
-	if ws.needsWhat == nil {
-		ws.needsWhat = map[*TaskState]int{}
-	}
-	if n, ok := ws.needsWhat[dts]; ok {
-		ws.needsWhat[dts] = n + 1
+	if !ws.needsWhat.inc(dts) {
 		return
 	}
-	ws.needsWhat[dts] = 1
 	nb := s.getNBytes(dts)
 	ws.networkOcc += nb
 	s.networkOccGlobal += nb
 }
 
 func (s *State) decNeedsReplica(ws *WorkerState, dts *TaskState) {
-	n := ws.needsWhat[dts] - 1
-	if n > 0 {
-		ws.needsWhat[dts] = n
+	if !ws.needsWhat.dec(dts) {
 		return
 	}
-	delete(ws.needsWhat, dts)
 	s.dropNetworkOcc(ws, s.getNBytes(dts))
 }
 
@@ -178,8 +173,7 @@ func (s *State) addReplica(ts *TaskState, ws *WorkerState) {
 		return
 	}
 	nb := s.getNBytes(ts)
-	if _, ok := ws.needsWhat[ts]; ok {
-		delete(ws.needsWhat, ts)
+	if ws.needsWhat.remove(ts) {
 		s.dropNetworkOcc(ws, nb)
 	}
 	ts.whoHas.addNew(ws) // absent: who_has mirrors has_what, checked above
