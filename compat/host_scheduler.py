@@ -27,7 +27,6 @@ forwards an op it does not know to the host when the host has registered it.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Mapping
@@ -468,25 +467,20 @@ class HostScheduler:
         return uploads.local_directory()
 
     async def upload_file(self, filename, data, load=True):
-        """core.Server.upload_file (SchedulerUploadFile.start calls it), then
-        the manifest that makes the helpers import the file too (uploads.py)."""
+        """distributed's own core.Server.upload_file on this object (it reads
+        only local_directory; SchedulerUploadFile.start calls it), then the
+        manifest that makes the helpers import the file too (uploads.py)."""
         where = uploads.local_directory()
         if where is None:
             raise RuntimeError("dask-go-scheduler has no local directory to upload files to")
         uploads.on_path(where)
-        out = os.path.join(where, filename)
-        if isinstance(data, str):
-            data = data.encode()
-        with open(out, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        if load:
-            from distributed.utils import import_file
+        from distributed.core import Server
 
-            import_file(out)  # an error is the client's: register_plugin raises it
+        # an import error is the client's: register_plugin raises it
+        answer = await Server.upload_file(self, filename, data, load=load)
+        if load:
             uploads.record(filename)
-        return {"status": "OK", "nbytes": len(data)}
+        return answer
 
     def identity(self, n_workers=-1):
         return _rpc("identity", n_workers=n_workers)

@@ -433,11 +433,11 @@ def profiled(gen, req):
 
 
 def handle(out, req):
-    if not isinstance(req, wire.VersionsRequest):
-        uploads.catch_up()  # what is unpickled below may name an uploaded module
     if isinstance(req, wire.VersionsRequest):
         wire.write_message(out, wire.versions_answer(req.id, get_versions(), worker_plugins()))
-    elif isinstance(req, wire.MaterializeRequest):
+        return
+    uploads.catch_up()  # what is unpickled below may name an uploaded module
+    if isinstance(req, wire.MaterializeRequest):
         try:
             for frames in profiled(materialize, req):
                 wire.write_message(out, frames)
