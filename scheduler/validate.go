@@ -117,7 +117,7 @@ func (s *State) validateTaskEdges(ts *TaskState) {
 func (s *State) validateTaskState(ts *TaskState) {
 	for r, set := range ts.slotSet {
 		pos := ts.slotPos[r]
-		if set != nil && (set.role.slot() != r && (set.role != roleHasWhat || r != spareSlot) || int(pos) >= len(set.items) || set.items[pos] != ts) {
+		if set != nil && (set.slotOf(ts) != r || int(pos) >= len(set.items) || set.items[pos] != ts) {
 			s.broken(ts, "stale %d-role set slot at %d", r+1, pos)
 		}
 	}
