@@ -123,7 +123,8 @@ def markdown(results: list[dict], machine: dict) -> str:
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     f = lambda v, d=2: "–" if v is None else f"{v:.{d}f}"  # noqa: E731
-    for k in KINDS:
+    kinds = list(dict.fromkeys(r["scheduler"] for r in results))  # KINDS, and go:PATH builds, as run
+    for k in kinds:
         runs = [r for r in results if r["scheduler"] == k]
         if not runs:
             continue
@@ -136,14 +137,14 @@ def markdown(results: list[dict], machine: dict) -> str:
     lines += ["", "The plugin's added CPU per task (median with the plugin - median without):", "",
               "| scheduler | without µs/task | with µs/task | added µs/task | added wall s |", "|---|---:|---:|---:|---:|"]
     added = {}
-    for base in ("py", "go"):
+    for base in (k for k in kinds if not k.endswith("+plugin")):
         a, b = med(results, base, "cpu_us_per_task"), med(results, base + "+plugin", "cpu_us_per_task")
         wa, wb = med(results, base, "wall_s"), med(results, base + "+plugin", "wall_s")
         if a is not None and b is not None:
             added[base] = b - a
             lines.append(f"| {base} | {a:.1f} | {b:.1f} | {b - a:.1f} | {f(wb - wa if wa and wb else None)} |")
-    if "py" in added and "go" in added and added["py"] > 0:
-        lines += ["", f"Ours adds {added['go'] / added['py']:.2f}x what Python's adds per task."]
+    if added.get("py", 0) > 0:
+        lines += [""] + [f"{k} adds {added[k] / added['py']:.2f}x what Python's adds per task." for k in added if k != "py"]
     lines += ["", "Every run:", "", "| scheduler | rep | ok | wall s | gather s | CPU s | Go s | helper s | host s | transitions counted |",
               "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in results:
@@ -175,10 +176,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="plugin-cost-") as tmp:
         for rep in range(first, first + args.repetitions):
             for kind in args.kinds.split(","):
-                d = Path(tempfile.mkdtemp(prefix=f"{kind}-{rep}-", dir=tmp))
+                # a file name: kind "go:PATH+plugin" runs another build (procs.Scheduler)
+                name = kind.replace("/", "_").replace(":", "_")
+                d = Path(tempfile.mkdtemp(prefix=f"{name}-{rep}-", dir=tmp))
                 prof = None
                 if args.profile and kind.startswith("go"):
-                    prof = args.profile / f"{kind}-{rep}"
+                    prof = args.profile / f"{name}-{rep}"
                     prof.mkdir(parents=True, exist_ok=True)
                 rec = one_run(kind, args.size, d, args.timeout, prof)
                 rec["repetition"] = rep
