@@ -26,6 +26,9 @@ func AppendStrBytes(b, s []byte) []byte {
 	return appendStr(b, unsafe.String(&s[0], len(s))) // appendStr copies it
 }
 
+// AppendBin appends a bin.
+func AppendBin(b, v []byte) []byte { return appendBin(b, v) }
+
 // AppendInt appends an int in its smallest form.
 func AppendInt(b []byte, v int64) []byte { return appendInt(b, v) }
 

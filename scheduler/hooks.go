@@ -144,6 +144,9 @@ func (s *State) hook(e HookEvent) {
 		return
 	}
 	e.StimulusID = s.stimulusID
+	if s.out.Hooks == nil {
+		s.out.Hooks, s.pool.hooks = s.pool.hooks, nil // nil too when none was handed back
+	}
 	s.out.Hooks = append(s.out.Hooks, e)
 }
 

@@ -21,12 +21,19 @@ const (
 	// peers (18 % of the engine's time replaying a 100k-task tree over
 	// 1,000 simulated workers, BenchmarkEngineReplay).
 	spareMapMax = 64
+	// spareHooksMax: a recycled hooks slice holds at most this many events
+	// (128 bytes each), so a graph's burst of transitions is not kept.
+	spareHooksMax = 4096
 )
 
 // outPool holds what Recycle handed back.
 type outPool struct {
 	workers, clients map[string][]*protocol.Map
 	slices           [][]*protocol.Map
+	// hooks: an Outbox.Hooks the ring has queued (copied) for the plugins;
+	// a counting plugin sees about five events a task, and growing a fresh
+	// slice for each Handle was a copy per doubling
+	hooks []HookEvent
 }
 
 // Recycle returns an Outbox the outer ring has finished with (every stream
@@ -41,6 +48,10 @@ func (s *State) Recycle(out *Outbox) {
 	}
 	s.pool.workers = s.recycleMap(s.pool.workers, out.Workers)
 	s.pool.clients = s.recycleMap(s.pool.clients, out.Clients)
+	if h := out.Hooks; cap(h) > 0 && cap(h) <= spareHooksMax {
+		clear(h) // drop the keys and kwargs they point at
+		s.pool.hooks = h[:0]
+	}
 	*out = Outbox{}
 }
 

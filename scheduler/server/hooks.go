@@ -86,17 +86,18 @@ func (q *hookQueue) push(evs []scheduler.HookEvent, now time.Time) {
 	}
 }
 
-// take removes up to n events from the front; backlog is what stays, lag
+// take moves up to n events from the front into dst (emptied first, its
+// array reused: the pump's, between batches); backlog is what stays, lag
 // how long the oldest taken waited.
-func (q *hookQueue) take(n int, now time.Time) (batch []scheduler.HookEvent, backlog int, lag time.Duration, dropped uint64) {
+func (q *hookQueue) take(dst []scheduler.HookEvent, n int, now time.Time) (batch []scheduler.HookEvent, backlog int, lag time.Duration, dropped uint64) {
+	clear(dst)
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if len(q.events) == 0 {
-		return nil, 0, 0, q.dropped
+		return dst[:0], 0, 0, q.dropped
 	}
 	n = min(n, len(q.events))
-	batch = make([]scheduler.HookEvent, n)
-	copy(batch, q.events[:n])
+	batch = append(dst[:0], q.events[:n]...)
 	lag = now.Sub(q.since)
 	rest := copy(q.events, q.events[n:])
 	clear(q.events[rest:])
@@ -143,6 +144,8 @@ type hookSender interface {
 func pumpHooks(ctx context.Context, q *hookQueue, host hookSender, clock Clock, log zerolog.Logger) {
 	var lastWarn time.Time
 	var warnedDropped uint64
+	var batch []scheduler.HookEvent // reused: one batch in flight at a time
+	var wire []byte                 // the batch's encoding, reused likewise
 	for {
 		select {
 		case <-ctx.Done():
@@ -158,7 +161,10 @@ func pumpHooks(ctx context.Context, q *hookQueue, host hookSender, clock Clock, 
 		}
 		for {
 			now := clock.Now()
-			batch, backlog, lag, dropped := q.take(hookBatchMax, now)
+			var backlog int
+			var lag time.Duration
+			var dropped uint64
+			batch, backlog, lag, dropped = q.take(batch, hookBatchMax, now)
 			if len(batch) == 0 {
 				break
 			}
@@ -170,7 +176,14 @@ func pumpHooks(ctx context.Context, q *hookQueue, host hookSender, clock Clock, 
 			if host.PID() == 0 {
 				continue // no host: nothing listens (its exit turned the hooks off)
 			}
-			body := protocol.NewMap("events", hookEventsWire(batch), "dropped", dropped)
+			var events any
+			var ok bool
+			if wire, ok = appendHookEvents(wire[:0], batch); ok {
+				events = protocol.Raw(wire) // Call encodes it before it returns
+			} else {
+				events = hookEventsWire(batch)
+			}
+			body := protocol.NewMap("events", events, "dropped", dropped)
 			ans, err := host.Call(ctx, "hooks", body)
 			if err != nil {
 				if ctx.Err() != nil {

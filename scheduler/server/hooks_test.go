@@ -27,12 +27,12 @@ func TestHookQueueBoundedDropsAndCounts(t *testing.T) {
 	now := time.Unix(100, 0)
 	q.push(hookEvents(7), now)
 	q.push(hookEvents(7), now.Add(time.Second))
-	batch, backlog, lag, dropped := q.take(4, now.Add(3*time.Second))
+	batch, backlog, lag, dropped := q.take(nil, 4, now.Add(3*time.Second))
 	if len(batch) != 4 || backlog != 6 || dropped != 4 || lag != 3*time.Second {
 		t.Fatalf("batch %d backlog %d dropped %d lag %v", len(batch), backlog, dropped, lag)
 	}
 	q.push(hookEvents(5), now)
-	if _, backlog, _, dropped = q.take(100, now); backlog != 0 || dropped != 5 {
+	if _, backlog, _, dropped = q.take(nil, 100, now); backlog != 0 || dropped != 5 {
 		t.Fatalf("backlog %d dropped %d", backlog, dropped)
 	}
 	if n := q.reset(); n != 0 {
@@ -50,12 +50,26 @@ type stuckHost struct {
 func (h *stuckHost) Call(ctx context.Context, op string, body *protocol.Map) (*protocol.Map, error) {
 	<-h.release
 	h.mu.Lock()
-	h.batches = append(h.batches, len(body.Get("events").([]any)))
+	h.batches = append(h.batches, eventCount(body.Get("events")))
 	h.mu.Unlock()
 	return protocol.NewMap("status", "OK"), nil
 }
 
 func (h *stuckHost) PID() int { return 1 }
+
+// eventCount is how many events a host call's "events" holds, as the host
+// decodes them.
+func eventCount(events any) int {
+	frames, err := protocol.Encode(events, nil)
+	if err != nil {
+		panic(err)
+	}
+	v, err := protocol.Decode(frames)
+	if err != nil {
+		panic(err)
+	}
+	return len(v.([]any))
+}
 
 func (h *stuckHost) total() (n, calls int) {
 	h.mu.Lock()
@@ -111,12 +125,12 @@ func TestHookPumpNeverBlocksPush(t *testing.T) {
 	<-done
 }
 
-// BenchmarkHookEventsWire: the pump's cost per event, a finished task's
-// processing->memory (with its kwargs) and two bare transitions, encoded
-// as the host call's body.
-func BenchmarkHookEventsWire(b *testing.B) {
-	evs := make([]scheduler.HookEvent, 0, 3*1000)
-	for i := range 1000 {
+// mapEvents is what a client.map's task makes a counting plugin see: a
+// finished task's processing->memory (with its kwargs) and two bare
+// transitions, for n tasks.
+func mapEvents(n int) []scheduler.HookEvent {
+	evs := make([]scheduler.HookEvent, 0, 3*n)
+	for i := range n {
 		k := protocol.StrKey("inc-" + string(rune('a'+i%26)))
 		evs = append(evs,
 			scheduler.HookEvent{Hook: scheduler.HookTransition, StimulusID: "task-finished-1", Key: k, Start: scheduler.StatusProcessing, Finish: scheduler.StatusMemory,
@@ -125,13 +139,97 @@ func BenchmarkHookEventsWire(b *testing.B) {
 			scheduler.HookEvent{Hook: scheduler.HookTransition, StimulusID: "task-finished-1", Key: k, Start: scheduler.StatusQueued, Finish: scheduler.StatusProcessing},
 			scheduler.HookEvent{Hook: scheduler.HookTransition, StimulusID: "task-finished-1", Key: k, Start: scheduler.StatusWaiting, Finish: scheduler.StatusQueued})
 	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		body := protocol.NewMap("events", hookEventsWire(evs), "dropped", uint64(0))
-		if _, err := protocol.Encode(body, nil); err != nil {
-			b.Fatal(err)
+	return evs
+}
+
+// TestAppendHookEventsEncodesAsTheValueTree: the pump's direct encoding
+// is byte for byte the host call hookEventsWire's value makes, for every
+// hook and kwargs shape; what holds serialized data is refused, so that
+// the pump sends the value tree with its frames.
+func TestAppendHookEventsEncodesAsTheValueTree(t *testing.T) {
+	tupleKey, err := protocol.KeyOf([]any{"x", int64(3)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := func(k protocol.Key, from, to scheduler.Status, kw *scheduler.TransitionKwargs) scheduler.HookEvent {
+		return scheduler.HookEvent{Hook: scheduler.HookTransition, StimulusID: "s-1", Key: k, Start: from, Finish: to, Kwargs: kw}
+	}
+	plain := append(mapEvents(3),
+		tr(tupleKey, scheduler.StatusProcessing, scheduler.StatusMemory, &scheduler.TransitionKwargs{Finished: true, Worker: "tcp://a:1",
+			StartStops: []scheduler.StartStop{{Action: "transfer", Start: 1.5, Stop: 2.25, Source: "tcp://b:2"}, {Action: "compute", Start: 3, Stop: 4}},
+			Metadata:   protocol.NewMap("k", int64(1)), Thread: nil}), // no type, no thread
+		tr(tupleKey, scheduler.StatusProcessing, scheduler.StatusMemory, &scheduler.TransitionKwargs{Finished: true}), // no worker
+		tr(tupleKey, scheduler.StatusProcessing, scheduler.StatusErred, &scheduler.TransitionKwargs{Erred: true, Worker: "tcp://a:1",
+			Cause: tupleKey, ExceptionText: "boom", TracebackText: "tb"}),
+		scheduler.HookEvent{Hook: scheduler.HookUpdateGraph, StimulusID: "g-1", Client: "c-1", Graph: &scheduler.GraphHook{
+			Keys: []protocol.Key{tupleKey}, Tasks: []protocol.Key{tupleKey}, Priorities: [][3]float64{{0, 1, 2.5}},
+			Annotations: []scheduler.TaskAnnotations{{Key: tupleKey, Values: protocol.NewMap("retries", int64(2))}}}},
+		scheduler.HookEvent{Hook: scheduler.HookAddWorker, StimulusID: "w-1", Worker: "tcp://a:1"},
+		scheduler.HookEvent{Hook: scheduler.HookLogEvent, StimulusID: "l-1", Topic: "t", Msg: protocol.NewMap("n", 1.5)},
+	)
+	encode := func(events any) [][]byte {
+		t.Helper()
+		frames, err := protocol.Encode(protocol.NewMap("events", events, "dropped", uint64(7)), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return frames
+	}
+	wire, ok := appendHookEvents([]byte("stale"), plain)
+	if !ok {
+		t.Fatal("plain events refused")
+	}
+	wire = wire[len("stale"):] // appended after what the buffer held
+	want, got := encode(hookEventsWire(plain)), encode(protocol.Raw(wire))
+	if len(want) != len(got) {
+		t.Fatalf("%d frames, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if string(want[i]) != string(got[i]) {
+			t.Fatalf("frame %d differs:\n got %x\nwant %x", i, got[i], want[i])
 		}
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(evs)), "ns/event")
+
+	pickled := protocol.NewPickled([]byte("\x80\x05N."))
+	for name, ev := range map[string]scheduler.HookEvent{
+		"pickled exception": tr(tupleKey, scheduler.StatusProcessing, scheduler.StatusErred,
+			&scheduler.TransitionKwargs{Erred: true, Exception: pickled, Traceback: pickled}),
+		"log_event with frames": {Hook: scheduler.HookLogEvent, StimulusID: "l-2", Topic: "t", Msg: pickled},
+	} {
+		if _, ok := appendHookEvents(nil, []scheduler.HookEvent{mapEvents(1)[0], ev}); ok {
+			t.Errorf("%s: accepted, but it needs frames of its own", name)
+		}
+	}
+}
+
+// BenchmarkHookEventsWire: the pump's cost per event, as the host call's
+// body: built as a value tree (hookEventsWire, what an event with frames
+// takes) and written directly (appendHookEvents, into a reused buffer).
+func BenchmarkHookEventsWire(b *testing.B) {
+	evs := mapEvents(1000)
+	b.Run("tree", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			body := protocol.NewMap("events", hookEventsWire(evs), "dropped", uint64(0))
+			if _, err := protocol.Encode(body, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(evs)), "ns/event")
+	})
+	b.Run("direct", func(b *testing.B) {
+		b.ReportAllocs()
+		var wire []byte
+		for range b.N {
+			var ok bool
+			if wire, ok = appendHookEvents(wire[:0], evs); !ok {
+				b.Fatal("refused")
+			}
+			body := protocol.NewMap("events", protocol.Raw(wire), "dropped", uint64(0))
+			if _, err := protocol.Encode(body, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(evs)), "ns/event")
+	})
 }

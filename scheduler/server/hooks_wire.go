@@ -121,3 +121,104 @@ func startStopsWire(ss []scheduler.StartStop) []any {
 	}
 	return out
 }
+
+// appendHookEvents writes evs as the msgpack array hookEventsWire's value
+// encodes to, straight into b: the pump sends it as protocol.Raw and reuses
+// b for the next batch. Building the value tree first cost about seven
+// allocations a transition event (the list, a box per string, the kwargs
+// map and its startstops), on every event a counting plugin sees; a map of
+// 20k tasks makes five events a task. ok is false when an event holds
+// serialized data (a pickled exception or a log_event message with frames),
+// which needs frames of its own: then the caller sends hookEventsWire's
+// value instead.
+func appendHookEvents(b []byte, evs []scheduler.HookEvent) (out []byte, ok bool) {
+	b = protocol.AppendArrayLen(b, len(evs))
+	for i := range evs {
+		e := &evs[i]
+		if e.Hook != scheduler.HookTransition {
+			var err error
+			if b, err = protocol.AppendValue(b, hookEventWire(e)); err != nil {
+				return b, false
+			}
+			continue
+		}
+		b = protocol.AppendArrayLen(b, 6)
+		b = protocol.AppendStr(b, scheduler.HookTransition.String())
+		b = protocol.AppendStr(b, e.StimulusID)
+		b = append(b, e.Key...) // a Key is its msgpack already
+		b = protocol.AppendStr(b, e.Start.String())
+		b = protocol.AppendStr(b, e.Finish.String())
+		if e.Kwargs == nil {
+			b = protocol.AppendNil(b)
+		} else if b, ok = appendTransitionKwargs(b, e.Kwargs); !ok {
+			return b, false
+		}
+	}
+	return b, true
+}
+
+// appendTransitionKwargs writes transitionKwargsWire(k)'s map, its entries
+// in the same order.
+func appendTransitionKwargs(b []byte, k *scheduler.TransitionKwargs) ([]byte, bool) {
+	n := 0
+	if k.Worker != "" {
+		n++
+	}
+	switch {
+	case k.Finished:
+		n += 7
+	case k.Erred:
+		// the rare case, with pickled exceptions: the generic encoder
+		v, err := protocol.AppendValue(b, transitionKwargsWire(k))
+		return v, err == nil
+	}
+	b = protocol.AppendMapLen(b, n)
+	if k.Worker != "" {
+		b = protocol.AppendStr(protocol.AppendStr(b, "worker"), k.Worker)
+	}
+	if !k.Finished {
+		return b, true
+	}
+	b = protocol.AppendStr(protocol.AppendStr(b, "status"), "OK")
+	b = protocol.AppendInt(protocol.AppendStr(b, "nbytes"), k.NBytes)
+	b = protocol.AppendStr(b, "type")
+	if k.Type != nil {
+		b = protocol.AppendBin(b, k.Type)
+	} else {
+		b = protocol.AppendNil(b)
+	}
+	b = protocol.AppendStr(protocol.AppendStr(b, "typename"), k.TypeName)
+	var err error
+	b = protocol.AppendStr(b, "metadata")
+	if k.Metadata == nil {
+		b = protocol.AppendMapLen(b, 0) // orEmptyMap's {}
+	} else if b, err = protocol.AppendValue(b, k.Metadata); err != nil {
+		return b, false
+	}
+	b = protocol.AppendStr(b, "thread")
+	switch th := k.Thread.(type) {
+	case nil:
+		b = protocol.AppendNil(b)
+	case int64: // what the worker sends: threading.get_ident()
+		b = protocol.AppendInt(b, th)
+	default:
+		if b, err = protocol.AppendValue(b, th); err != nil {
+			return b, false
+		}
+	}
+	b = protocol.AppendArrayLen(protocol.AppendStr(b, "startstops"), len(k.StartStops))
+	for _, x := range k.StartStops {
+		fields := 3
+		if x.Source != "" {
+			fields++
+		}
+		b = protocol.AppendMapLen(b, fields)
+		b = protocol.AppendStr(protocol.AppendStr(b, "action"), x.Action)
+		b = protocol.AppendFloat64(protocol.AppendStr(b, "start"), x.Start)
+		b = protocol.AppendFloat64(protocol.AppendStr(b, "stop"), x.Stop)
+		if x.Source != "" {
+			b = protocol.AppendStr(protocol.AppendStr(b, "source"), x.Source)
+		}
+	}
+	return b, true
+}
