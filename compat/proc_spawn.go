@@ -1,6 +1,7 @@
 package compat
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -111,7 +112,7 @@ func spawnProc(spec *procSpec) (*proc, error) {
 		return nil, fmt.Errorf("start %s %q: %w", spec.What, spec.Python, err)
 	}
 	closeAll(inR, outW, progR) // the child's ends
-	p := &proc{spec: spec, cmd: cmd, pid: cmd.Process.Pid, stdin: inW, stdout: outR, stderr: errLog}
+	p := &proc{spec: spec, cmd: cmd, pid: cmd.Process.Pid, stdin: inW, stdout: bufferedPipe(outR), stderr: errLog}
 	errLog.setPID(p.pid)
 	// the sources go through a pipe, not argv (a long command line fills
 	// every ps listing); the writer ends when the child has read them or
@@ -190,11 +191,49 @@ func (p *proc) writeFrames(frames [][]byte) error {
 	if d, ok := p.stdin.(interface{ SetWriteDeadline(time.Time) error }); ok {
 		_ = d.SetWriteDeadline(time.Now().Add(writeStall))
 	}
-	err := protocol.WriteFrames(p.stdin, frames)
+	bufs := protocol.FrameBuffers(frames)
+	var err error
+	if n := bufsLen(bufs); n <= pipeCoalesceMax {
+		one := make([]byte, 0, n)
+		for _, b := range bufs {
+			one = append(one, b...)
+		}
+		_, err = p.stdin.Write(one)
+	} else {
+		_, err = bufs.WriteTo(p.stdin)
+	}
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		p.kill(fmt.Sprintf("it took no input for %s", writeStall))
 	}
 	return err
+}
+
+// bufferedPipe reads the process's stdout through a buffer: a framed
+// message is read as its prelude, its frame lengths and its frames, each a
+// read of its own straight from the pipe; buffered, a small message is one
+// read(2). Frames bigger than the buffer are still read into place.
+func bufferedPipe(r io.ReadCloser) io.ReadCloser {
+	return struct {
+		*bufio.Reader
+		io.Closer
+	}{bufio.NewReaderSize(r, pipeCoalesceMax), r}
+}
+
+// pipeCoalesceMax: a message up to this size goes down the pipe in one
+// write. net.Buffers writes an *os.File buffer by buffer (no writev), so a
+// message went as its header and then each frame, and every write can wake
+// the reader on the other side: the helper's read of a small graph's
+// request woke up to five times, the host's of each batch of plugin events
+// three or four. Bigger messages (a large graph's answer, megabytes) are
+// not copied: their frames dominate.
+const pipeCoalesceMax = 64 << 10
+
+func bufsLen(bufs [][]byte) int {
+	n := 0
+	for _, b := range bufs {
+		n += len(b)
+	}
+	return n
 }
 
 // readMessages reads framed messages from the process until its stdout
