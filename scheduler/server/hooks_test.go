@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -232,4 +233,85 @@ func BenchmarkHookEventsWire(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(evs)), "ns/event")
 	})
+}
+
+// lingerClock fires every After at once and records how long it was asked
+// to wait; Now moves only by advance.
+type lingerClock struct {
+	mu    sync.Mutex
+	now   time.Time
+	waits []time.Duration
+}
+
+func (c *lingerClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *lingerClock) After(d time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.waits = append(c.waits, d)
+	ch := make(chan time.Time, 1)
+	ch <- c.now
+	return ch
+}
+
+func (c *lingerClock) NewTicker(time.Duration) Ticker { panic("the pump uses no ticker") }
+
+func (c *lingerClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// callHost answers every batch at once and reports its size.
+type callHost struct{ calls chan int }
+
+func (h *callHost) Call(ctx context.Context, op string, body *protocol.Map) (*protocol.Map, error) {
+	h.calls <- eventCount(body.Get("events"))
+	return protocol.NewMap("status", "OK"), nil
+}
+
+func (h *callHost) PID() int { return 1 }
+
+// TestHookPumpLingersLongerWhileEventsKeepComing: the first events after a
+// quiet spell wait hookLinger before the host call; events that follow a
+// call within hookBusyGap wait hookLingerBusy, so a steady stream goes in
+// fewer, bigger calls.
+func TestHookPumpLingersLongerWhileEventsKeepComing(t *testing.T) {
+	q := newHookQueue(hookQueueMax)
+	h := &callHost{calls: make(chan int)}
+	clock := &lingerClock{now: time.Unix(1000, 0)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { pumpHooks(ctx, q, h, clock, zerolog.Nop()); close(done) }()
+	call := func(n int) {
+		t.Helper()
+		q.push(hookEvents(n), clock.Now())
+		select {
+		case got := <-h.calls:
+			if got != n {
+				t.Fatalf("a call of %d events, want %d", got, n)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("no host call")
+		}
+	}
+	call(3)                        // quiet before: hookLinger
+	call(2)                        // right after a call: busy
+	clock.advance(hookBusyGap / 2) // still busy
+	call(4)
+	clock.advance(2 * hookBusyGap) // quiet again
+	call(1)
+	cancel()
+	q.push(hookEvents(1), clock.Now()) // wake it
+	<-done
+	clock.mu.Lock()
+	defer clock.mu.Unlock()
+	want := []time.Duration{hookLinger, hookLingerBusy, hookLingerBusy, hookLinger}
+	if len(clock.waits) < len(want) || !slices.Equal(clock.waits[:len(want)], want) {
+		t.Fatalf("lingers %v, want %v first", clock.waits, want)
+	}
 }
