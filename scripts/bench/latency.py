@@ -78,12 +78,17 @@ def run_all(tmp: Path, cases: list[str], repetitions: int, smoke: bool, timeout:
             on_record=lambda results: None, profile: Path | None = None,
             schedulers: tuple[str, ...] = ("py", "go"), env: dict | None = None,
             pause_ms: float = 0.0) -> list[dict]:
-    """Interleaved: for each repetition, each case, py then go."""
+    """Interleaved: for each repetition, each case, every scheduler, in the
+    given order on even repetitions and reversed on odd ones. Two builds of
+    ours, 5 rounds in each order, `submit`: whichever ran second in a round
+    was slower by a few tenths of a millisecond in 8 of the 10
+    (results/latency/pause-25ms/pipe-ab-*.md), so a fixed order favours
+    whoever runs first."""
     def describe(rec: dict) -> str:
         return f"median {rec['median_s'] * 1e3:7.2f} ms  p90 {rec['p90_s'] * 1e3:7.2f} ms"
 
     return run_interleaved(
-        tmp, NAME, cases, repetitions, lambda case, rep: schedulers,
+        tmp, NAME, cases, repetitions, lambda case, rep: schedulers if rep % 2 == 0 else schedulers[::-1],
         lambda case, kind, d, prof: one_run(case, kind, SMOKE_ROUND_TRIPS if smoke else CASES[case], d, timeout,
                                             env, prof, pause_ms),
         describe, on_record, profile)
@@ -119,7 +124,7 @@ def markdown(results: list[dict], machine: dict) -> str:
         "per run 20 untimed round trips, then the timed ones"
         + (f", each after a {results[0].get('pause_ms')} ms pause (untimed)" if results and results[0].get("pause_ms") else
            ", back to back")
-        + "; runs interleaved in the order of the table, per case",
+        + "; runs interleaved per case, in the order of the table on even repetitions and reversed on odd ones",
         "",
         "Each cell: the median over runs of the run's median (or p90) round trip, in ms, with the runs' "
         "range; × is that scheduler / Python (go:PATH is another build of ours).",
