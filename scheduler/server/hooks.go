@@ -46,7 +46,8 @@ const (
 	// costs both processes a round trip (encode, two pipe writes, a task on
 	// the host's loop), and a computation's task-finished messages arrive a
 	// few events at a time: without it a map of 20k tasks made one call
-	// per handful of events. Plugins see events at most this much later.
+	// per handful of events. Plugins see events at most this much later
+	// after a quiet spell, hookLingerBusy later while events keep coming.
 	hookLinger = 5 * time.Millisecond
 	// hookLingerBusy is the linger while events keep coming, the last call
 	// having gone out less than hookBusyGap before: a computation's steady
