@@ -152,6 +152,16 @@ type hookSender interface {
 	PID() int
 }
 
+// lingerAfter is how long the pump lets events gather once woken at now,
+// its last host call having gone out at lastCall (zero: none yet):
+// hookLingerBusy while events keep coming, else hookLinger.
+func lingerAfter(lastCall, now time.Time) time.Duration {
+	if !lastCall.IsZero() && now.Sub(lastCall) < hookBusyGap {
+		return hookLingerBusy
+	}
+	return hookLinger
+}
+
 // pumpHooks sends the queued events to the host until ctx ends.
 func pumpHooks(ctx context.Context, q *hookQueue, host hookSender, clock Clock, log zerolog.Logger) {
 	var lastWarn time.Time
@@ -166,14 +176,10 @@ func pumpHooks(ctx context.Context, q *hookQueue, host hookSender, clock Clock, 
 		case <-q.wake:
 		}
 		if q.len() < hookBatchMax {
-			linger := hookLinger
-			if !lastCall.IsZero() && clock.Now().Sub(lastCall) < hookBusyGap {
-				linger = hookLingerBusy
-			}
 			select {
 			case <-ctx.Done():
 				return
-			case <-clock.After(linger):
+			case <-clock.After(lingerAfter(lastCall, clock.Now())):
 			}
 		}
 		for {

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -235,83 +234,29 @@ func BenchmarkHookEventsWire(b *testing.B) {
 	})
 }
 
-// lingerClock fires every After at once and records how long it was asked
-// to wait; Now moves only by advance.
-type lingerClock struct {
-	mu    sync.Mutex
-	now   time.Time
-	waits []time.Duration
-}
-
-func (c *lingerClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *lingerClock) After(d time.Duration) <-chan time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.waits = append(c.waits, d)
-	ch := make(chan time.Time, 1)
-	ch <- c.now
-	return ch
-}
-
-func (c *lingerClock) NewTicker(time.Duration) Ticker { panic("the pump uses no ticker") }
-
-func (c *lingerClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
-// callHost answers every batch at once and reports its size.
-type callHost struct{ calls chan int }
-
-func (h *callHost) Call(ctx context.Context, op string, body *protocol.Map) (*protocol.Map, error) {
-	h.calls <- eventCount(body.Get("events"))
-	return protocol.NewMap("status", "OK"), nil
-}
-
-func (h *callHost) PID() int { return 1 }
-
-// TestHookPumpLingersLongerWhileEventsKeepComing: the first events after a
-// quiet spell wait hookLinger before the host call; events that follow a
-// call within hookBusyGap wait hookLingerBusy, so a steady stream goes in
-// fewer, bigger calls.
+// TestHookPumpLingersLongerWhileEventsKeepComing: the pump's linger is
+// hookLinger before its first call and after a quiet spell, and
+// hookLingerBusy while its last call went out less than hookBusyGap ago,
+// so a steady stream of events goes in fewer, bigger calls.
 func TestHookPumpLingersLongerWhileEventsKeepComing(t *testing.T) {
-	q := newHookQueue(hookQueueMax)
-	h := &callHost{calls: make(chan int)}
-	clock := &lingerClock{now: time.Unix(1000, 0)}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { pumpHooks(ctx, q, h, clock, zerolog.Nop()); close(done) }()
-	call := func(n int) {
-		t.Helper()
-		q.push(hookEvents(n), clock.Now())
-		select {
-		case got := <-h.calls:
-			if got != n {
-				t.Fatalf("a call of %d events, want %d", got, n)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("no host call")
+	t0 := time.Unix(1000, 0)
+	for _, c := range []struct {
+		name     string
+		lastCall time.Time
+		now      time.Time
+		want     time.Duration
+	}{
+		{"no call yet", time.Time{}, t0, hookLinger},
+		{"right after a call", t0, t0, hookLingerBusy},
+		{"within the gap", t0, t0.Add(hookBusyGap - time.Millisecond), hookLingerBusy},
+		{"a quiet spell", t0, t0.Add(hookBusyGap), hookLinger},
+		{"long quiet", t0, t0.Add(time.Hour), hookLinger},
+	} {
+		if got := lingerAfter(c.lastCall, c.now); got != c.want {
+			t.Errorf("%s: linger %v, want %v", c.name, got, c.want)
 		}
 	}
-	call(3)                        // quiet before: hookLinger
-	call(2)                        // right after a call: busy
-	clock.advance(hookBusyGap / 2) // still busy
-	call(4)
-	clock.advance(2 * hookBusyGap) // quiet again
-	call(1)
-	cancel()
-	q.push(hookEvents(1), clock.Now()) // wake it
-	<-done
-	clock.mu.Lock()
-	defer clock.mu.Unlock()
-	want := []time.Duration{hookLinger, hookLingerBusy, hookLingerBusy, hookLinger}
-	if len(clock.waits) < len(want) || !slices.Equal(clock.waits[:len(want)], want) {
-		t.Fatalf("lingers %v, want %v first", clock.waits, want)
+	if hookLingerBusy <= hookLinger {
+		t.Fatalf("the busy linger %v is not longer than %v", hookLingerBusy, hookLinger)
 	}
 }
