@@ -265,47 +265,13 @@ func (c *Conn) writeFramesLocked(frames [][]byte) error {
 	if c.raw != nil {
 		err = c.raw.writeBuffers(protocol.FrameBuffers(frames))
 	} else {
-		err = writeCoalesced(c.nc, protocol.FrameBuffers(frames))
+		err = protocol.WriteFrames(c.nc, frames) // TLS: one record for a small message
 	}
 	if err != nil {
 		c.Close()
 		return c.ioError("write to", err)
 	}
 	return nil
-}
-
-// coalesceMax bounds the messages writeCoalesced copies into one buffer:
-// past it the copy costs more than the extra records save.
-const coalesceMax = 64 << 10
-
-// coalesceBufs holds the buffers of writeCoalesced, shared by all
-// connections: ten thousand idle TLS connections keep none.
-var coalesceBufs = sync.Pool{New: func() any { b := make([]byte, 0, coalesceMax); return &b }}
-
-// writeCoalesced writes a message to nc (TLS; a pipe in tests) with one
-// Write when it is small. Over TLS every Write is a record of its own and a
-// system call: written buffer by buffer, a message cost at least two of
-// each (the frames' header alone was one), which a profile of client.map
-// over tls:// showed as the larger part of what TLS added.
-func writeCoalesced(nc net.Conn, bufs net.Buffers) error {
-	total := 0
-	for _, b := range bufs {
-		total += len(b)
-	}
-	if total > coalesceMax || len(bufs) == 1 {
-		_, err := bufs.WriteTo(nc)
-		return err
-	}
-	bp := coalesceBufs.Get().(*[]byte)
-	buf := (*bp)[:0]
-	for _, b := range bufs {
-		buf = append(buf, b...)
-	}
-	_, err := nc.Write(buf)
-	clear(buf) // no message bytes kept in a shared buffer
-	*bp = buf[:0]
-	coalesceBufs.Put(bp)
-	return err
 }
 
 // ioError wraps err with the peer address, mapping "closed" conditions onto

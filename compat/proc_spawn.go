@@ -191,17 +191,7 @@ func (p *proc) writeFrames(frames [][]byte) error {
 	if d, ok := p.stdin.(interface{ SetWriteDeadline(time.Time) error }); ok {
 		_ = d.SetWriteDeadline(time.Now().Add(writeStall))
 	}
-	bufs := protocol.FrameBuffers(frames)
-	var err error
-	if n := bufsLen(bufs); n <= pipeCoalesceMax {
-		one := make([]byte, 0, n)
-		for _, b := range bufs {
-			one = append(one, b...)
-		}
-		_, err = p.stdin.Write(one)
-	} else {
-		_, err = bufs.WriteTo(p.stdin)
-	}
+	err := protocol.WriteFrames(p.stdin, frames) // a small message in one write
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		p.kill(fmt.Sprintf("it took no input for %s", writeStall))
 	}
@@ -216,25 +206,10 @@ func bufferedPipe(r io.ReadCloser) io.ReadCloser {
 	return struct {
 		*bufio.Reader
 		io.Closer
-	}{bufio.NewReaderSize(r, pipeCoalesceMax), r}
+	}{bufio.NewReaderSize(r, pipeReadBuffer), r}
 }
 
-// pipeCoalesceMax: a message up to this size goes down the pipe in one
-// write. net.Buffers writes an *os.File buffer by buffer (no writev), so a
-// message went as its header and then each frame, and every write can wake
-// the reader on the other side: the helper's read of a small graph's
-// request woke up to five times, the host's of each batch of plugin events
-// three or four. Bigger messages (a large graph's answer, megabytes) are
-// not copied: their frames dominate.
-const pipeCoalesceMax = 64 << 10
-
-func bufsLen(bufs [][]byte) int {
-	n := 0
-	for _, b := range bufs {
-		n += len(b)
-	}
-	return n
-}
+const pipeReadBuffer = 64 << 10
 
 // readMessages reads framed messages from the process until its stdout
 // closes, decoding each with decode and handing it to handle. A message

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync"
 )
 
 // Limits bound what a reader accepts from a peer. distributed itself has no
@@ -206,13 +207,44 @@ func FramesHeader(frames [][]byte) []byte {
 	return hdr
 }
 
-// WriteFrames writes one message with a single vectored write (writev on
-// TCP), so large blobs are sent from where they lie, never copied.
+// WriteFrames writes one message to w. A message up to coalesceMax is
+// copied into one buffer and written with one Write: net.Buffers writes a
+// writer without writev (a TLS connection, an *os.File such as the pipe to
+// a Python process) buffer by buffer, the header and then each frame, and
+// each Write is a system call (over TLS also a record) that can wake the
+// reader on the other side; a profile of client.map over tls:// showed that
+// as the larger part of what TLS added. A bigger message goes as
+// net.Buffers.WriteTo sends it (writev on TCP): its blobs from where they
+// lie, never copied.
 func WriteFrames(w io.Writer, frames [][]byte) error {
 	bufs := FrameBuffers(frames)
-	_, err := bufs.WriteTo(w)
+	total := 0
+	for _, b := range bufs {
+		total += len(b)
+	}
+	if total > coalesceMax || len(bufs) == 1 {
+		_, err := bufs.WriteTo(w)
+		return err
+	}
+	bp := coalesceBufs.Get().(*[]byte)
+	buf := (*bp)[:0]
+	for _, b := range bufs {
+		buf = append(buf, b...)
+	}
+	_, err := w.Write(buf)
+	clear(buf) // no message bytes kept in a shared buffer
+	*bp = buf[:0]
+	coalesceBufs.Put(bp)
 	return err
 }
+
+// coalesceMax bounds the messages WriteFrames copies into one buffer: past
+// it the copy costs more than the extra writes save.
+const coalesceMax = 64 << 10
+
+// coalesceBufs holds WriteFrames' buffers, shared by every writer: ten
+// thousand idle TLS connections keep none.
+var coalesceBufs = sync.Pool{New: func() any { b := make([]byte, 0, coalesceMax); return &b }}
 
 // FrameBuffers is one message as the buffers of a vectored write: the
 // header, then the non-empty frames in place.

@@ -221,8 +221,43 @@ func (w *errWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// A failed write is reported: a small message's one write, and a big
+// message's write after others went through (it goes buffer by buffer).
 func TestWriteFramesReportsWriteErrors(t *testing.T) {
-	if err := WriteFrames(&errWriter{n: 1}, [][]byte{[]byte("a"), []byte("b")}); !errors.Is(err, io.ErrClosedPipe) {
-		t.Fatalf("got %v", err)
+	if err := WriteFrames(&errWriter{n: 0}, [][]byte{[]byte("a"), []byte("b")}); !errors.Is(err, io.ErrClosedPipe) {
+		t.Fatalf("small message: got %v", err)
 	}
+	big := make([]byte, coalesceMax)
+	if err := WriteFrames(&errWriter{n: 1}, [][]byte{[]byte("a"), big}); !errors.Is(err, io.ErrClosedPipe) {
+		t.Fatalf("big message, failing on its second write: got %v", err)
+	}
+}
+
+// A small message goes in one write, a big one from where its frames lie;
+// both arrive whole.
+func TestWriteFramesWritesASmallMessageOnce(t *testing.T) {
+	for _, size := range []int{10, coalesceMax} {
+		frames := [][]byte{[]byte("head"), bytes.Repeat([]byte("x"), size)}
+		w := &countingWriter{}
+		if err := WriteFrames(w, frames); err != nil {
+			t.Fatal(err)
+		}
+		if small := size < coalesceMax; small != (w.writes == 1) {
+			t.Errorf("%d-byte frame: %d writes", size, w.writes)
+		}
+		out, err := ReadFrames(&w.buf, DefaultLimits)
+		if err != nil || !framesEqual(frames, out) {
+			t.Fatalf("%d-byte frame: round trip: %v", size, err)
+		}
+	}
+}
+
+type countingWriter struct {
+	buf    bytes.Buffer
+	writes int
+}
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	w.writes++
+	return w.buf.Write(p)
 }
