@@ -124,10 +124,10 @@ func startStopsWire(ss []scheduler.StartStop) []any {
 
 // appendHookEvents writes evs as the msgpack array hookEventsWire's value
 // encodes to, straight into b: the pump sends it as protocol.Raw and reuses
-// b for the next batch. Building the value tree first cost about seven
-// allocations a transition event (the list, a box per string, the kwargs
-// map and its startstops), on every event a counting plugin sees; a map of
-// 20k tasks makes five events a task. ok is false when an event holds
+// b for the next batch. Building the value tree first cost 13 allocations
+// an event on a finished task's three (the lists, a box per string, the
+// kwargs map and its startstops; BenchmarkHookEventsWire), on every event a
+// counting plugin sees; a map of 20k tasks makes five events a task. ok is false when an event holds
 // serialized data (a pickled exception or a log_event message with frames),
 // which needs frames of its own: then the caller sends hookEventsWire's
 // value instead.
@@ -158,26 +158,18 @@ func appendHookEvents(b []byte, evs []scheduler.HookEvent) (out []byte, ok bool)
 }
 
 // appendTransitionKwargs writes transitionKwargsWire(k)'s map, its entries
-// in the same order.
+// in the same order: a finished task's directly, the rare others (erred,
+// with pickled exceptions) through the generic encoder.
 func appendTransitionKwargs(b []byte, k *scheduler.TransitionKwargs) ([]byte, bool) {
-	n := 0
-	if k.Worker != "" {
-		n++
-	}
-	switch {
-	case k.Finished:
-		n += 7
-	case k.Erred:
-		// the rare case, with pickled exceptions: the generic encoder
+	if !k.Finished {
 		v, err := protocol.AppendValue(b, transitionKwargsWire(k))
 		return v, err == nil
 	}
-	b = protocol.AppendMapLen(b, n)
-	if k.Worker != "" {
+	if k.Worker == "" {
+		b = protocol.AppendMapLen(b, 7)
+	} else {
+		b = protocol.AppendMapLen(b, 8)
 		b = protocol.AppendStr(protocol.AppendStr(b, "worker"), k.Worker)
-	}
-	if !k.Finished {
-		return b, true
 	}
 	b = protocol.AppendStr(protocol.AppendStr(b, "status"), "OK")
 	b = protocol.AppendInt(protocol.AppendStr(b, "nbytes"), k.NBytes)
