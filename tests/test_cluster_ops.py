@@ -256,14 +256,17 @@ def test_worker_plugin_setup_runs_on_later_worker(client, cluster):
 def retire_and_check(client, cluster, tmp_path: Path, name: str, n: int, by_address: bool) -> None:
     """Start a worker `name`, put n results on it alone, retire it (by name
     or by address, closing it), and check that it is gone and every result
-    is still there, held by others, and was computed once: the tasks may
-    run on other workers (allow_other_workers), so a result the retirement
-    lost would be recomputed silently, and counted."""
+    is still there, held by others, and was computed once. The tasks are
+    restricted to the worker strictly: with allow_other_workers, stealing
+    may move a task without dependencies to an idle worker (as Python's
+    steal_time_ratio allows), and the results would not all start on it. A
+    result the retirement lost could then not run anywhere (its only valid
+    worker is gone), so it shows as a result that times out; one recomputed
+    shows in the run count."""
     with own_worker(cluster, client, name) as address:
         keys = [f"retire-{name}-{i}" for i in range(n)]
-        futs = client.map(counted, range(n), [str(tmp_path)] * n, keys, key=keys, workers=[address],
-                          allow_other_workers=True)
-        wait(futs)
+        futs = client.map(counted, range(n), [str(tmp_path)] * n, keys, key=keys, workers=[address])
+        wait(futs, timeout=60)
         assert all(list(holders) == [address] for holders in client.who_has(futs).values())
         if by_address:
             retired = client.retire_workers(workers=[address], close_workers=True)
@@ -271,7 +274,7 @@ def retire_and_check(client, cluster, tmp_path: Path, name: str, n: int, by_addr
             retired = client.retire_workers(names=[name], close_workers=True)
         assert list(retired) == [address]
         assert address not in scheduler_workers(client)
-        assert client.gather(futs) == [i + 1 for i in range(n)]
+        assert [f.result(timeout=60) for f in futs] == [i + 1 for i in range(n)]
         assert all(holders and address not in holders for holders in client.who_has(futs).values())
         assert runs_per_key(tmp_path, keys) == {k: 1 for k in keys}
 

@@ -273,6 +273,31 @@ def peer_connections(sched_pid: int, peer_pid: int) -> int:
         return 0
 
 
+RECEIVING_BYTES = 256 << 10  # more than any message but the gather's reply leaves queued
+
+
+def client_receiving(client_pid: int, sched_port: int) -> bool:
+    """Whether one of the client's connections to the scheduler has more
+    than RECEIVING_BYTES received and not yet read (/proc/net/tcp's
+    rx_queue): the gather's reply is arriving."""
+    try:
+        ports = {c.laddr.port for c in psutil.Process(client_pid).net_connections("tcp")
+                 if c.raddr and c.raddr.port == sched_port}
+    except psutil.Error:
+        return False
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            local, queues = fields[1], fields[4]
+            if int(local.rsplit(":", 1)[1], 16) in ports and int(queues.split(":")[1], 16) > RECEIVING_BYTES:
+                return True
+    return False
+
+
 def client_stop_case(sched: Scheduler, tmp: Path, addrs: list[str], scale: Scale, rec: dict,
                      timeout: float) -> tuple[float, subprocess.Popen]:
     """A client SIGSTOPped during a gather through the scheduler; returns
@@ -285,11 +310,17 @@ def client_stop_case(sched: Scheduler, tmp: Path, addrs: list[str], scale: Scale
     line = c.stdout.readline().decode().strip()
     if line != "ready":
         raise RuntimeError(f"the gathering client said {line!r} (exit {c.poll()})")
+    sched_port = int(sched.address.rsplit(":", 1)[1])
+    t_go = time.monotonic()
     c.stdin.write(b"go\n")
     c.stdin.flush()
-    # the request is out well within this; the reply (far more than the
-    # sockets' buffers hold) then fills the stopped client's socket
-    time.sleep(0.5)
+    # Stop it once the reply is arriving, not after a fixed pause: on a
+    # loaded machine the client may not have sent its request yet, and a
+    # client stopped before that leaves its connection idle, which nothing
+    # drops. The reply (far more than the sockets' buffers hold) then fills
+    # the stopped client's socket.
+    wait_until(lambda: client_receiving(c.pid, sched_port), 60, "the gather's reply to reach the client", every=0.005)
+    rec["reply_after_s"] = time.monotonic() - t_go
     t_fault = time.monotonic()
     c.send_signal(signal.SIGSTOP)
     during = peer_connections(sched.proc.pid, c.pid)
