@@ -77,8 +77,11 @@ type keyIndex struct {
 
 var keyIndexSeed = maphash.MakeSeed()
 
-// keyIndexHash is the hash every keyIndex uses: a key hashed once probes
-// any number of them.
+// keyIndexHash is the hash every keyIndex uses (and keyCache, from the half
+// a task stores): a key hashed once probes any number of them. maphash, not
+// a byte-wise FNV-1a: on a 52-byte key like dask's ("('sum-aggregate-<token>',
+// 258)" packed) FNV took 40 ns and maphash 5.5 (a one-off benchmark on this
+// machine; equal at 5 ns on an 8-byte key).
 func keyIndexHash(k protocol.Key) uint64 { return maphash.String(keyIndexSeed, string(k)) }
 
 const keyTagMask = uint64(0xffffffff) << 32
