@@ -215,3 +215,23 @@ def test_heartbeat_floor_answers_every_heartbeat(tmp_path):
     md = many_workers.markdown([rec], [{"command": "test", "started": "now", "machine": "here"}])
     row = next(line for line in md.splitlines() if line.startswith("| 20 | floor |"))
     assert f"{rec['idle_cpu_pct']:,.2f}" in row, row
+
+
+def test_run_interleaved_turns_the_order_each_repetition(tmp_path):
+    """The kinds of a case run in the listed order on even repetitions and
+    in reverse on odd ones (the second run of a round is often the slower,
+    so a fixed order would favour the first)."""
+    from procs import run_interleaved
+
+    ran = []
+
+    def run(case, kind, d, prof):
+        ran.append((case, kind))
+        return {"ok": True, "case": case, "scheduler": kind}
+
+    recs = run_interleaved(tmp_path, "order", ["a", "b"], 3, lambda case, rep: ("py", "go", "go:x"), run,
+                           lambda rec: "ok")
+    forward, backward = ["py", "go", "go:x"], ["go:x", "go", "py"]
+    want = [(c, k) for order in (forward, backward, forward) for c in ("a", "b") for k in order]
+    assert ran == want
+    assert [r["repetition"] for r in recs] == [rep for rep in range(3) for _ in range(6)]

@@ -21,7 +21,7 @@ Per run: wall time (the client's own, from START to DONE), scheduler CPU
 seconds between those lines for the scheduler process and for its children
 (the helper: live and reaped), and peak RSS sampled every 100 ms of the
 scheduler process, of its children, and of both summed at each instant.
-Runs are interleaved py, go, py, go, ... with a fresh cluster each.
+Runs are interleaved py, go, go, py, ... (the order turns each repetition) with a fresh cluster each.
 
 Scheduler kinds: py, go, go:PATH (another build of ours), and any of them
 with "+tls" (py+tls, go+tls): every process of the run on tls:// with
@@ -143,7 +143,8 @@ def one_run(case: str, kind: str, size: int, tmp: Path, timeout: float, profile:
 def run_all(tmp: Path, cases: list[str], repetitions: int, smoke: bool, python_1m: bool,
             timeout: float, on_record=lambda results: None, profile: Path | None = None,
             schedulers: tuple[str, ...] = ("py", "go")) -> list[dict]:
-    """Interleaved: for each repetition, each case, py then go."""
+    """Interleaved: for each repetition, each case, py then go (reversed on
+    odd repetitions: procs.run_interleaved)."""
     def kinds(case: str, rep: int) -> tuple[str, ...]:
         # tree-1m on Python: many minutes and GiB; once, in the first repetition, if asked
         return tuple(k for k in schedulers if k.startswith("go") or case != "tree-1m" or (python_1m and rep == 0))
@@ -189,7 +190,7 @@ def markdown(results: list[dict], machine: dict) -> str:
         f"Command: `{machine.get('command', '')}`  ",
         f"Machine: {machine.get('machine', '')}, Python {machine.get('python', '')}  ",
         f"Started: {machine.get('started', '')}; {WORKERS} stock workers x {THREADS} threads with nannies; "
-        "medians of the runs shown (interleaved py, go, py, go, ...).",
+        "medians of the runs shown (interleaved py, go, go, py, ...: the order turns each repetition).",
         "",
         "CPU and RSS are the scheduler side's: for Go, the Go process **plus** its materializer helper "
         "(CPU summed over the window, RSS summed at each 100 ms sample); each part is shown too. "

@@ -9,7 +9,7 @@ one client process (scripts/bench/latency_client.py) that runs a case's
 round trip 20 times untimed, then 200 times timed one after another, each
 result checked exactly; with --latency-pause-ms each timed call comes
 after that pause (latency_client.py says why). Per run: the median and p90 of the 200 round trips.
-Runs are interleaved py, go, py, go, ... per case; the table shows, per case
+Runs are interleaved py, go, go, py, ... per case (the order turns each repetition); the table shows, per case
 and scheduler, the median over runs of each run's median and p90, and the
 ratio Go / Python of those.
 """
@@ -79,16 +79,13 @@ def run_all(tmp: Path, cases: list[str], repetitions: int, smoke: bool, timeout:
             schedulers: tuple[str, ...] = ("py", "go"), env: dict | None = None,
             pause_ms: float = 0.0) -> list[dict]:
     """Interleaved: for each repetition, each case, every scheduler, in the
-    given order on even repetitions and reversed on odd ones. Two builds of
-    ours, 5 rounds in each order, `submit`: whichever ran second in a round
-    was slower by a few tenths of a millisecond in 8 of the 10
-    (results/latency/pause-25ms/pipe-ab-*.md), so a fixed order favours
-    whoever runs first."""
+    given order on even repetitions and reversed on odd ones
+    (procs.run_interleaved, which says why)."""
     def describe(rec: dict) -> str:
         return f"median {rec['median_s'] * 1e3:7.2f} ms  p90 {rec['p90_s'] * 1e3:7.2f} ms"
 
     return run_interleaved(
-        tmp, NAME, cases, repetitions, lambda case, rep: schedulers if rep % 2 == 0 else schedulers[::-1],
+        tmp, NAME, cases, repetitions, lambda case, rep: schedulers,
         lambda case, kind, d, prof: one_run(case, kind, SMOKE_ROUND_TRIPS if smoke else CASES[case], d, timeout,
                                             env, prof, pause_ms),
         describe, on_record, profile)

@@ -273,7 +273,7 @@ def markdown(results: list[dict], machines: list[dict]) -> str:
     lines += [
         f"Machine: {machines[0].get('machine', '') if machines else ''}  ",
         f"Stock `distributed.Worker`s, 1 thread, {PER_HOST} per process (tests/stress/worker_host.py), a stock "
-        "Client in the benchmark's process; medians of the runs shown (interleaved py, go, py, go, ...). "
+        "Client in the benchmark's process; medians of the runs shown (interleaved py, go, go, py, ...: the order turns each repetition). "
         "Go's CPU and RSS are the Go process **plus** its helper (CPU summed over each phase, RSS summed at each "
         "0.1 s sample), the parts in brackets. Idle CPU is a share of one core over the idle window. "
         "See scripts/bench/many_workers.py for the phases.",

@@ -160,14 +160,21 @@ def run_interleaved(tmp: Path, name: str, cases: list[str], repetitions: int, ki
                     on_record=lambda results: None, profile: Path | None = None) -> list[dict]:
     """The case benchmarks' schedule (graph-path, waiting): for each
     repetition, each case, each scheduler kinds(case, rep) lists (py, then
-    go), run(case, kind, directory, profile directory or None) in a fresh
-    directory under tmp. Each record gets its repetition, on_record sees the
-    results so far, and a progress line is printed (describe(record) for a
-    run that succeeded)."""
+    go) on even repetitions and in reverse on odd ones, run(case, kind,
+    directory, profile directory or None) in a fresh directory under tmp.
+    Each record gets its repetition, on_record sees the results so far, and
+    a progress line is printed (describe(record) for a run that succeeded).
+
+    The order turns because the second run of a round is often the slower:
+    two builds at 1,000 workers, 10 rounds, the second slower in 7
+    (results/stop-ab/pipes-hooks/), and in 8 of 10 rounds of the latency
+    benchmark (results/latency/pause-25ms/pipe-ab-*.md). A fixed order
+    favours whoever runs first."""
     results = []
     for rep in range(repetitions):
         for case in cases:
-            for kind in kinds(case, rep):
+            order = tuple(kinds(case, rep))
+            for kind in order if rep % 2 == 0 else order[::-1]:
                 label = re.sub(r"[^A-Za-z0-9+._-]", "_", kind)  # go:PATH names a binary
                 d = Path(tempfile.mkdtemp(prefix=f"{name}-{case}-{label}-{rep}-", dir=tmp))
                 prof = profile / f"{case}-{label}-{rep}" if profile else None

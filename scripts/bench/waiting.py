@@ -192,7 +192,7 @@ def markdown(results: list[dict], machine: dict) -> str:
         f"Command: `{machine.get('command', '')}`  ",
         f"Machine: {machine.get('machine', '')}, Python {machine.get('python', '')}  ",
         f"Started: {machine.get('started', '')}; no workers: every task stays waiting, queued or no-worker; "
-        "medians of the runs shown (interleaved py, go, py, go, ...).",
+        "medians of the runs shown (interleaved py, go, go, py, ...: the order turns each repetition).",
         "",
         "Per task = (the scheduler process's RSS once it is idle - its RSS before the graph) / tasks. For Go, "
         "run_spec bytes are what the engine holds of the graph's specs (its log's `graph materialized` line), "
