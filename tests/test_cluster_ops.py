@@ -267,7 +267,8 @@ def retire_and_check(client, cluster, tmp_path: Path, name: str, n: int, by_addr
         keys = [f"retire-{name}-{i}" for i in range(n)]
         futs = client.map(counted, range(n), [str(tmp_path)] * n, keys, key=keys, workers=[address])
         wait(futs, timeout=60)
-        assert all(list(holders) == [address] for holders in client.who_has(futs).values())
+        who = client.who_has(futs)
+        assert all(list(holders) == [address] for holders in who.values()), (address, who)
         if by_address:
             retired = client.retire_workers(workers=[address], close_workers=True)
         else:

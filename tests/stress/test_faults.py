@@ -58,7 +58,10 @@ def test_a_peer_that_stops_reading_stalls_nobody(case, tmp_path):
     assert worst < bound, f"the other client waited {worst:.0f} ms once during the fault"
     if case == "client-stop":
         tcp = float(SCALE.tcp_timeout.rstrip("s"))
-        assert rec["client_dropped_s"] is not None, "the stopped client's gather connection was held"
+        assert rec["client_dropped_s"] is not None, \
+            f"the stopped client's gather connection was held ({rec.get('client_connections')} connections " \
+            f"when stopped, {rec.get('reply_after_s', 0):.1f} s after asking); its log ends:\n" \
+            + (tmp_path / "stopped-client.log").read_text(errors="replace")[-2000:]
         assert rec["client_dropped_s"] <= tcp + 15, \
             f"the stopped client's connection was dropped after {rec['client_dropped_s']:.0f} s, not at the {tcp:.0f} s TCP timeout"
         assert rec["client_outcome"] == "error CommClosedError", rec["client_outcome"]
