@@ -209,6 +209,9 @@ func bufferedPipe(r io.ReadCloser) io.ReadCloser {
 	}{bufio.NewReaderSize(r, pipeReadBuffer), r}
 }
 
+// pipeReadBuffer is bufferedPipe's size: a message from the process up to
+// it (a host call, a small graph's answer) is one read(2) when it is in the
+// pipe whole.
 const pipeReadBuffer = 64 << 10
 
 // readMessages reads framed messages from the process until its stdout
