@@ -439,6 +439,22 @@ func (b *BatchedSend) beginStop() {
 	}
 }
 
+// Drained reports that the stream holds none of the messages queued so
+// far: each has been encoded (a write still finishing holds bytes, not
+// messages) or dropped with the stream. Whoever built them may then reuse
+// them. It errs on the side of false: a write in flight counts as holding
+// its messages until it ends.
+func (b *BatchedSend) Drained() bool {
+	select {
+	case <-b.done:
+		return true // the writer has exited: nothing is encoded any more
+	default:
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.buf) == 0 && !b.writing
+}
+
 // Err is the write error that stopped the stream, or nil.
 func (b *BatchedSend) Err() error {
 	b.mu.Lock()

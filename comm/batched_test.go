@@ -307,3 +307,43 @@ func TestBatchedHoldDefersWritesUntilRelease(t *testing.T) {
 	}
 	_ = bs.Close(context.Background())
 }
+
+// TestBatchedDrainedOnlyOnceEveryMessageIsEncoded: Drained is false while
+// a message waits in the buffer (held) or in a write the peer has not
+// taken yet, and true once the peer has it, and after Abort.
+func TestBatchedDrainedOnlyOnceEveryMessageIsEncoded(t *testing.T) {
+	a, b := pipePair(t, nil, nil)
+	bs := NewBatchedSend(a, 0, nil)
+	if !bs.Drained() {
+		t.Fatal("a new stream is not drained")
+	}
+	bs.Hold()
+	_ = bs.Queue("first")
+	bs.Flush()
+	if bs.Drained() {
+		t.Fatal("drained with a message held in the buffer")
+	}
+	bs.Release() // the writer takes it; net.Pipe blocks it until the peer reads
+	time.Sleep(50 * time.Millisecond)
+	if bs.Drained() {
+		t.Fatal("drained while the write of the message waits for the peer")
+	}
+	if v, err := b.Read(); err != nil {
+		t.Fatalf("read: %v", err)
+	} else if batch, _ := v.([]any); len(batch) != 1 || batch[0] != "first" {
+		t.Fatalf("the peer read %s, want [first]", protocol.String(v))
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !bs.Drained() {
+		if time.Now().After(deadline) {
+			t.Fatal("not drained 10 s after the peer read the only message")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	_ = bs.Queue("second") // never written: the peer stops reading
+	bs.Flush()
+	bs.Abort()
+	if !bs.Drained() {
+		t.Fatal("not drained after Abort")
+	}
+}

@@ -168,9 +168,9 @@ func (s *State) taskToMsg(ts *TaskState) *protocol.Map {
 	var nbytes *protocol.KeyList[int64]
 	var b *computeTaskMsg
 	if deps := ts.dependencies.Items(); len(deps) == 0 {
-		b = &computeTaskMsg{}
+		b = s.ctReuse.rootMsg()
 	} else {
-		bd := &computeTaskWithDeps{}
+		bd := s.ctReuse.depsMsg()
 		b = &bd.computeTaskMsg
 		d := &bd.deps
 		whoHas, nbytes = &d.whoHas, &d.nbytes

@@ -84,6 +84,13 @@
 // (some are shared with the engine). loop_test.go tests the doors and the
 // order.
 //
+// What the streams keep. The messages of an Outbox are the streams' until
+// encoded. A holder tells the engine they are written
+// (State.MessagesWritten, which lets it build later compute-tasks in the
+// same objects) only when every stream queued to since it last did reports
+// BatchedSend.Drained (loop.messagesWrittenMaybe); nothing else may keep a
+// stream message past its dispatch.
+//
 // # Time
 //
 // The engine has no clock: every stimulus is stamped with Clock.Now, and

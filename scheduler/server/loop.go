@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,8 +20,11 @@ type loop struct {
 	srv   *Server
 	state *scheduler.State
 
-	mu    sync.Mutex          // the engine, and dirty
+	mu    sync.Mutex          // the engine, dirty and undrained
 	dirty []*comm.BatchedSend // streams queued to since the last flush
+	// undrained: streams that may still hold engine messages
+	// (BatchedSend.Drained false at the last flush)
+	undrained []*comm.BatchedSend
 
 	// events holds stimuli and queries for the lock's next holder, in the
 	// order they were queued. Only a holder of mu receives from it, and
@@ -107,9 +111,33 @@ func (l *loop) enter(own []scheduler.Stimulus) {
 func (l *loop) flush() {
 	for i, b := range l.dirty {
 		b.Flush()
+		if !slices.Contains(l.undrained, b) {
+			l.undrained = append(l.undrained, b)
+		}
 		l.dirty[i] = nil
 	}
 	l.dirty = l.dirty[:0]
+	l.messagesWrittenMaybe()
+}
+
+// messagesWrittenMaybe tells the engine its messages are written
+// (State.MessagesWritten, so it reuses their compute-tasks) once every
+// stream queued to since it last did holds none of them: a stream whose
+// writer goroutine took a batch, or that is held, is asked again at the
+// next flush, and the engine meanwhile builds fresh messages.
+func (l *loop) messagesWrittenMaybe() {
+	n := 0
+	for _, b := range l.undrained {
+		if !b.Drained() {
+			l.undrained[n] = b
+			n++
+		}
+	}
+	clear(l.undrained[n:])
+	l.undrained = l.undrained[:n]
+	if n == 0 {
+		l.state.MessagesWritten()
+	}
 }
 
 // queue appends msgs to a stream, to be written at the next flush.

@@ -359,6 +359,10 @@ func (s *Sim) handle(st scheduler.Stimulus) scheduler.Outbox {
 	}
 	c0 := s.clock.start()
 	s.recycle()
+	// every earlier outbox is dispatched, its compute-tasks copied out
+	// (detachComputeTask): the engine may build new ones in them, as the
+	// scheduler's loop lets it once its streams have encoded them
+	s.eng.MessagesWritten()
 	out := s.eng.Handle(st)
 	s.clock.stop(c0)
 	s.handles++
@@ -403,8 +407,12 @@ func (s *Sim) dispatch(out scheduler.Outbox) {
 		sort.Strings(addrs)
 		for _, a := range addrs {
 			if w := s.byAddr[a]; w != nil {
-				// a copy: the outbox's slices go back to the engine (handleRecycled)
+				// a copy: the outbox's slices go back to the engine (handleRecycled),
+				// and its compute-tasks are rebuilt by later Handles
 				msgs := append([]*protocol.Map(nil), out.Workers[a]...)
+				for i, m := range msgs {
+					msgs[i] = detachComputeTask(m)
+				}
 				s.clk.schedule(&event{at: s.clk.now + s.cfg.Latency, kind: evToWorker, w: w.idx, msgs: msgs})
 			}
 		}
