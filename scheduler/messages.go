@@ -46,15 +46,19 @@ func entry(k string, v any) protocol.Entry { return protocol.Entry{Key: k, Value
 // any. Shared: Outbox messages are read-only once returned.
 var emptyAnnotations = &protocol.Map{}
 
-// msgFreeTask is free-keys for one task; the keys list shares the
-// message's allocation.
+// freeTaskMsg is free-keys for one task in one allocation: the map, its
+// entries and the keys list.
+type freeTaskMsg struct {
+	m    protocol.Map
+	es   [3]protocol.Entry
+	list []protocol.Key
+	keys [1]protocol.Key
+}
+
+// msgFreeTask is free-keys for one task, built in a written one when the
+// ring has said so (message_reuse.go).
 func (s *State) msgFreeTask(ts *TaskState) *protocol.Map {
-	b := &struct {
-		m    protocol.Map
-		es   [3]protocol.Entry
-		list []protocol.Key
-		keys [1]protocol.Key
-	}{}
+	b := s.reuse.freeTask.get()
 	b.keys[0] = ts.Key
 	b.list = b.keys[:]
 	b.es = [3]protocol.Entry{{Key: "op", Value: "free-keys"}, {Key: "keys", Value: protocol.KeysAt(&b.list)}, {Key: "stimulus_id", Value: s.sidAny()}}
@@ -168,9 +172,9 @@ func (s *State) taskToMsg(ts *TaskState) *protocol.Map {
 	var nbytes *protocol.KeyList[int64]
 	var b *computeTaskMsg
 	if deps := ts.dependencies.Items(); len(deps) == 0 {
-		b = s.ctReuse.rootMsg()
+		b = s.reuse.compute.get()
 	} else {
-		bd := s.ctReuse.depsMsg()
+		bd := s.reuse.computeDeps.get()
 		b = &bd.computeTaskMsg
 		d := &bd.deps
 		whoHas, nbytes = &d.whoHas, &d.nbytes

@@ -105,9 +105,9 @@ type State struct {
 
 	// per-Handle context
 	out         *Outbox
-	outBuf      Outbox           // what out points at during Handle
-	pool        outPool          // maps and slices handed back by Recycle
-	ctReuse     computeTaskReuse // compute-task messages for MessagesWritten (computetask_reuse.go)
+	outBuf      Outbox       // what out points at during Handle
+	pool        outPool      // maps and slices handed back by Recycle
+	reuse       messageReuse // written messages to build in again (message_reuse.go)
 	finArgs     transArgs
 	scratchTS   []*TaskState       // addToMemory's sorted dependents
 	scratchWS   oset[*WorkerState] // decideWorker's candidates

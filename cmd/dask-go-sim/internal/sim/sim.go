@@ -359,8 +359,8 @@ func (s *Sim) handle(st scheduler.Stimulus) scheduler.Outbox {
 	}
 	c0 := s.clock.start()
 	s.recycle()
-	// every earlier outbox is dispatched, its compute-tasks copied out
-	// (detachComputeTask): the engine may build new ones in them, as the
+	// every earlier outbox is dispatched, its reusable messages copied out
+	// (detachReused): the engine may build new ones in them, as the
 	// scheduler's loop lets it once its streams have encoded them
 	s.eng.MessagesWritten()
 	out := s.eng.Handle(st)
@@ -408,10 +408,10 @@ func (s *Sim) dispatch(out scheduler.Outbox) {
 		for _, a := range addrs {
 			if w := s.byAddr[a]; w != nil {
 				// a copy: the outbox's slices go back to the engine (handleRecycled),
-				// and its compute-tasks are rebuilt by later Handles
+				// and its compute-tasks and free-keys are rebuilt by later Handles
 				msgs := append([]*protocol.Map(nil), out.Workers[a]...)
 				for i, m := range msgs {
-					msgs[i] = detachComputeTask(m)
+					msgs[i] = detachReused(m)
 				}
 				s.clk.schedule(&event{at: s.clk.now + s.cfg.Latency, kind: evToWorker, w: w.idx, msgs: msgs})
 			}

@@ -309,26 +309,30 @@ func (s *Sim) stealRequest(w *worker, m *protocol.Map) {
 		Worker: w.addr, Key: k, State: state})
 }
 
-// detachComputeTask returns a compute-task the simulated worker can read
-// after the engine has built later messages in m (State.MessagesWritten):
-// what computeTask reads, copied out of m's storage. Other messages are
-// never rebuilt and come back as they are.
-func detachComputeTask(m *protocol.Map) *protocol.Map {
-	if m.Get("op") != "compute-task" {
-		return m
-	}
-	d := &protocol.Map{Entries: make([]protocol.Entry, 0, 4)}
-	d.Set("op", "compute-task")
-	d.Set("key", m.Get("key")) // a Key's bytes never change
-	if run, ok := m.Get("run_id").(int64); ok {
-		d.Set("run_id", run) // boxed anew: m's box points into m
-	}
-	if wh, ok := m.Get("who_has").(*protocol.KeyList[[]string]); ok && wh != nil {
-		c := &protocol.KeyList[[]string]{Items: make([]protocol.KeyItem[[]string], len(wh.Items))}
-		for i, it := range wh.Items {
-			c.Items[i] = protocol.KeyItem[[]string]{Key: it.Key, Value: append([]string(nil), it.Value...)}
+// detachReused returns a message the simulated worker can read after the
+// engine has built later messages in m's storage (State.MessagesWritten):
+// what workerMsgs reads of a compute-task or a free-keys, copied out of m.
+// Other messages are never rebuilt and come back as they are.
+func detachReused(m *protocol.Map) *protocol.Map {
+	switch m.Get("op") {
+	case "compute-task":
+		d := &protocol.Map{Entries: make([]protocol.Entry, 0, 4)}
+		d.Set("op", "compute-task")
+		d.Set("key", m.Get("key")) // a Key's bytes never change
+		if run, ok := m.Get("run_id").(int64); ok {
+			d.Set("run_id", run) // boxed anew: m's box points into m
 		}
-		d.Set("who_has", c)
+		if wh, ok := m.Get("who_has").(*protocol.KeyList[[]string]); ok && wh != nil {
+			c := &protocol.KeyList[[]string]{Items: make([]protocol.KeyItem[[]string], len(wh.Items))}
+			for i, it := range wh.Items {
+				c.Items[i] = protocol.KeyItem[[]string]{Key: it.Key, Value: append([]string(nil), it.Value...)}
+			}
+			d.Set("who_has", c)
+		}
+		return d
+	case "free-keys":
+		// the keys list of a one-task free-keys lies in m itself
+		return protocol.NewMap("op", "free-keys", "keys", append([]protocol.Key(nil), msgKeys(m.Get("keys"))...))
 	}
-	return d
+	return m
 }

@@ -7,18 +7,19 @@ import (
 	"daskgo/scheduler"
 )
 
-// TestReusedComputeTasksEncodeAsFreshOnes replays a recorded run (a
-// 2,000-leaf tree on 20 simulated workers, withholding on) into two
-// engines: one whose messages stay fresh, one told after every Handle that
-// its messages are written (State.MessagesWritten, as the scheduler's loop
-// tells it once its streams have encoded them). Every outbox must encode
-// to the same bytes on both, and the second must really have built later
-// compute-tasks in objects it handed out before.
-func TestReusedComputeTasksEncodeAsFreshOnes(t *testing.T) {
+// TestReusedMessagesEncodeAsFreshOnes replays a recorded run (a 2,000-leaf
+// tree on 20 simulated workers, withholding on) into two engines: one whose
+// messages stay fresh, one told after every Handle that its messages are
+// written (State.MessagesWritten, as the scheduler's loop tells it once its
+// streams have encoded them). Every outbox must encode to the same bytes on
+// both, and the second must really have built later compute-tasks and
+// free-keys in objects it handed out before.
+func TestReusedMessagesEncodeAsFreshOnes(t *testing.T) {
 	g, stimuli, ecfg := recordReplay(t, "tree:2000", 20)
 	fresh, reused := scheduler.New(ecfg), scheduler.New(ecfg)
 	seen := map[*protocol.Map]bool{}
 	computeTasks, again := 0, 0
+	frees, freesAgain := 0, 0
 	for i, st := range stimuli {
 		a, b := fresh.Handle(st), reused.Handle(st)
 		da, db := newOutboxDigest(), newOutboxDigest()
@@ -32,12 +33,19 @@ func TestReusedComputeTasksEncodeAsFreshOnes(t *testing.T) {
 		}
 		for _, msgs := range b.Workers {
 			for _, m := range msgs {
-				if m.Get("op") != "compute-task" {
+				switch m.Get("op") {
+				case "compute-task":
+					computeTasks++
+					if seen[m] {
+						again++
+					}
+				case "free-keys":
+					frees++
+					if seen[m] {
+						freesAgain++
+					}
+				default:
 					continue
-				}
-				computeTasks++
-				if seen[m] {
-					again++
 				}
 				seen[m] = true
 			}
@@ -52,7 +60,10 @@ func TestReusedComputeTasksEncodeAsFreshOnes(t *testing.T) {
 	if again < computeTasks/2 {
 		t.Fatalf("only %d of %d compute-tasks were built in a reused message", again, computeTasks)
 	}
-	t.Logf("%d compute-tasks, %d in reused messages", computeTasks, again)
+	if frees == 0 || freesAgain < frees/2 {
+		t.Fatalf("only %d of %d free-keys were built in a reused message", freesAgain, frees)
+	}
+	t.Logf("%d compute-tasks, %d in reused messages; %d free-keys, %d reused", computeTasks, again, frees, freesAgain)
 }
 
 // TestComputeTasksStayFreshUntilWritten: without MessagesWritten no

@@ -37,9 +37,10 @@ func encodeWorkerMsgs(t *testing.T, out Outbox) []byte {
 // TestWrittenComputeTasksAreRebuiltInPlace: after MessagesWritten, a
 // Handle that sends several compute-tasks at once (a second graph's eight
 // roots and a task on two of the first graph's results) builds them in
-// the messages the first graph's went out in, and they encode exactly as
-// an engine that never reuses writes them.
-func TestWrittenComputeTasksAreRebuiltInPlace(t *testing.T) {
+// the messages the first graph's went out in, and a release's free-keys in
+// an earlier release's; each encodes exactly as an engine that never
+// reuses writes it.
+func TestWrittenMessagesAreRebuiltInPlace(t *testing.T) {
 	fresh := newTestState(t, withWorkers("a:8", "b:8"))
 	reused := newTestState(t, withWorkers("a:8", "b:8"))
 	same := func(what string, a, b Outbox) {
@@ -84,6 +85,39 @@ func TestWrittenComputeTasksAreRebuiltInPlace(t *testing.T) {
 	// z has dependencies: its message is of the other kind, never the
 	// roots' (computeTaskWithDeps)
 	eq(t, rebuilt, 8, "compute-tasks built in the first graph's messages")
+
+	// free-keys: releasing x-1..x-4 frees them one message each; once
+	// written, releasing x-5..x-8 builds its free-keys in those
+	release := func(from, to int) (Outbox, Outbox) {
+		var ks []protocol.Key
+		for i := from; i <= to; i++ {
+			ks = append(ks, k(fmt.Sprintf("x-%d", i)))
+		}
+		st := &ClientReleasesKeys{Client: "c1", Keys: ks}
+		st2 := *st
+		return fresh.handle(st), reused.handle(&st2)
+	}
+	a, b = release(1, 4)
+	same("release x-1..x-4", a, b)
+	freed := map[*protocol.Map]bool{}
+	for _, msgs := range b.Workers {
+		for _, m := range msgsOp(msgs, "free-keys") {
+			freed[m] = true
+		}
+	}
+	eq(t, len(freed), 4, "free-keys of the first release")
+	reused.MessagesWritten()
+	a, b = release(5, 8)
+	same("release x-5..x-8", a, b)
+	rebuilt = 0
+	for _, msgs := range b.Workers {
+		for _, m := range msgsOp(msgs, "free-keys") {
+			if freed[m] {
+				rebuilt++
+			}
+		}
+	}
+	eq(t, rebuilt, 4, "free-keys built in the first release's messages")
 }
 
 // TestComputeTasksAreNotReusedBeforeWritten: without MessagesWritten every
