@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,8 +22,9 @@ type loop struct {
 	mu    sync.Mutex          // the engine, dirty and undrained
 	dirty []*comm.BatchedSend // streams queued to since the last flush
 	// undrained: streams that may still hold engine messages
-	// (BatchedSend.Drained false at the last flush)
-	undrained []*comm.BatchedSend
+	// (BatchedSend.Drained false after their flush), as a list and a set
+	undrained    []*comm.BatchedSend
+	undrainedSet map[*comm.BatchedSend]bool
 
 	// events holds stimuli and queries for the lock's next holder, in the
 	// order they were queued. Only a holder of mu receives from it, and
@@ -51,7 +51,7 @@ const queueLength = 4096
 
 func newLoop(srv *Server, st *scheduler.State) *loop {
 	return &loop{srv: srv, state: st, events: make(chan event, queueLength), wake: make(chan struct{}, 1),
-		replies: map[int64]chan any{}}
+		replies: map[int64]chan any{}, undrainedSet: map[*comm.BatchedSend]bool{}}
 }
 
 // run is the loop goroutine, the door for queued events that no stream
@@ -111,8 +111,9 @@ func (l *loop) enter(own []scheduler.Stimulus) {
 func (l *loop) flush() {
 	for i, b := range l.dirty {
 		b.Flush()
-		if !slices.Contains(l.undrained, b) {
+		if !b.Drained() && !l.undrainedSet[b] {
 			l.undrained = append(l.undrained, b)
+			l.undrainedSet[b] = true
 		}
 		l.dirty[i] = nil
 	}
@@ -121,23 +122,24 @@ func (l *loop) flush() {
 }
 
 // messagesWrittenMaybe tells the engine its messages are written
-// (State.MessagesWritten, so it reuses their compute-tasks) once every
+// (State.MessagesWritten, so it builds later ones in them) once every
 // stream queued to since it last did holds none of them: a stream whose
 // writer goroutine took a batch, or that is held, is asked again at the
-// next flush, and the engine meanwhile builds fresh messages.
+// next flush, and the engine meanwhile builds fresh messages. It stops at
+// the first stream still holding some, so a flush asks each stream once
+// more than it drops, however many wait (a graph's first compute-tasks
+// may leave a thousand writers busy).
 func (l *loop) messagesWrittenMaybe() {
-	n := 0
-	for _, b := range l.undrained {
+	for n := len(l.undrained); n > 0; n-- {
+		b := l.undrained[n-1]
 		if !b.Drained() {
-			l.undrained[n] = b
-			n++
+			return
 		}
+		l.undrained[n-1] = nil
+		l.undrained = l.undrained[:n-1]
+		delete(l.undrainedSet, b)
 	}
-	clear(l.undrained[n:])
-	l.undrained = l.undrained[:n]
-	if n == 0 {
-		l.state.MessagesWritten()
-	}
+	l.state.MessagesWritten()
 }
 
 // queue appends msgs to a stream, to be written at the next flush.
