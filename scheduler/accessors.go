@@ -272,7 +272,7 @@ func (s *State) Counts() map[string]int64 {
 	var erred, released, waiting, waitingData int64
 	for _, ts := range s.tasks.all() {
 		switch {
-		case ts.exceptionBlame != nil:
+		case ts.blame() != nil:
 			erred++
 		case ts.state == StatusReleased:
 			released++

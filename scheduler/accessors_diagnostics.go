@@ -133,8 +133,8 @@ func (s *State) CallStackTargets(keys []protocol.Key) (map[string][]protocol.Key
 // task to blame for the first of keys that erred (ok false: none did).
 func (s *State) ErrorCause(keys []protocol.Key) (protocol.Key, bool) {
 	for _, k := range keys {
-		if ts := s.tasks.get(k); ts != nil && ts.exceptionBlame != nil {
-			return ts.exceptionBlame.Key, true
+		if ts := s.tasks.get(k); ts != nil && ts.blame() != nil {
+			return ts.blame().Key, true
 		}
 	}
 	return "", false

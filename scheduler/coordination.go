@@ -73,8 +73,8 @@ func (h coordHost) FutureState(key protocol.Key) (coord.FutureState, bool) {
 		return coord.FutureState{}, false
 	}
 	fs := coord.FutureState{State: ts.state.String()}
-	if ts.state == StatusErred && ts.exceptionBlame != nil {
-		e := ts.exceptionBlame.x()
+	if ts.state == StatusErred && ts.blame() != nil {
+		e := ts.blame().x()
 		fs.Erred, fs.Exception, fs.Traceback = true, e.exception, e.traceback
 	}
 	return fs, true

@@ -184,7 +184,7 @@ func (s *State) dumpTasks(d *ClusterDump) {
 	for _, ts := range s.tasks.all() {
 		nRefs += ts.dependencies.Len() + ts.dependents.Len() + ts.waiters.Len() + ts.waitingOn.Len()
 		nNames += ts.whoHas.Len() + ts.whoWants.Len()
-		if ts.extra != nil || ts.exceptionBlame != nil {
+		if ts.extra != nil {
 			nRare++
 		}
 	}
@@ -232,7 +232,7 @@ func (d *ClusterDump) task(ts *TaskState, groups map[*TaskGroup]int32, workers m
 	if ts.processingOn != nil {
 		t.ProcessingOn = workers[ts.processingOn]
 	}
-	if ts.extra != nil || ts.exceptionBlame != nil {
+	if ts.extra != nil {
 		t.Rare = int32(len(d.Rare))
 		d.Rare = append(d.Rare, rareOf(ts))
 	}
@@ -246,7 +246,7 @@ func rareOf(ts *TaskState) TaskRare {
 		ResourceRestrictions: maps.Clone(x.resourceRestrictions), Loose: x.looseRestrictions,
 		ExceptionText: x.exceptionText, TracebackText: x.tracebackText, Metadata: x.metadata,
 		Exception: x.exception, Traceback: x.traceback}
-	if b := ts.exceptionBlame; b != nil {
+	if b := ts.blame(); b != nil {
 		r.Blame, r.HasBlame = Ref{b.Key, b.state}, true
 	}
 	return r

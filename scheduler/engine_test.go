@@ -150,7 +150,7 @@ func TestErrorReachesClientAndDependents(t *testing.T) {
 	if !got["a"] || !got["c"] || got["b"] {
 		t.Fatalf("task-erred went to keys %v, want a and c", got)
 	}
-	eq(t, s.Task(k("c")).exceptionBlame.Key, k("a"), "blame")
+	eq(t, s.Task(k("c")).blame().Key, k("a"), "blame")
 }
 
 func TestRetriesAnnotationRerunsSilently(t *testing.T) {

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"math"
 	"slices"
 	"sort"
 	"time"
@@ -88,7 +89,7 @@ func (s *State) applyGraph(p *pendingGraph, tasks []GraphTask) {
 		// created (this also frees an old, bigger one)
 		s.tasks.sizeFor(len(tasks))
 	}
-	s.graphEpoch++
+	s.nextGraphEpoch()
 	wanted, touched, fresh := s.generateTaskStates(p.ug.Keys, g)
 	if g.seg != nil {
 		s.tasks.settle(g.seg)
@@ -101,7 +102,7 @@ func (s *State) applyGraph(p *pendingGraph, tasks []GraphTask) {
 	s.markActors(p)
 
 	released := make([]*TaskState, 0, len(wanted))
-	s.graphEpoch++ // reuse the mark for "already listed"
+	s.nextGraphEpoch() // reuse the mark for "already listed"
 	for _, ts := range wanted {
 		if ts.state == StatusReleased && ts.epoch != s.graphEpoch {
 			ts.epoch = s.graphEpoch
@@ -115,8 +116,8 @@ func (s *State) applyGraph(p *pendingGraph, tasks []GraphTask) {
 	}
 	for _, ts := range touched {
 		for _, dts := range ts.dependencies.Items() {
-			if dts.exceptionBlame != nil {
-				ts.exceptionBlame = dts.exceptionBlame
+			if dts.blame() != nil {
+				ts.setBlame(dts.blame())
 				s.recommend(ts, StatusErred)
 				break
 			}
@@ -349,4 +350,18 @@ func (s *State) markActors(p *pendingGraph) {
 			ts.actor = true
 		}
 	}
+}
+
+// nextGraphEpoch starts a new mark for TaskState.epoch. The mark is four
+// bytes (it shares a word with the task's kind); when it would wrap, every
+// task's mark is cleared first, so that no task left over from four
+// billion marks ago reads as touched by this one.
+func (s *State) nextGraphEpoch() {
+	if s.graphEpoch == math.MaxUint32 {
+		for _, ts := range s.tasks.all() {
+			ts.epoch = 0
+		}
+		s.graphEpoch = 0
+	}
+	s.graphEpoch++
 }

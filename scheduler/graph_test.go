@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -237,5 +238,25 @@ func TestMemoryGuardErrsHugeInputs(t *testing.T) {
 	eq(t, len(te), 2, "task-erred (transition + touched-task report, as distributed)")
 	if _, ok := te[0].Get("exception").([]byte); !ok {
 		t.Fatal("MemoryError not a raw pickle")
+	}
+}
+
+// TestGraphEpochWraps: the four-byte graph mark starts over when it would
+// wrap, clearing every task's, and a graph applied across the wrap still
+// finds the tasks it touches and only those.
+func TestGraphEpochWraps(t *testing.T) {
+	s := newTestState(t, withWorkers("a:1"))
+	s.submit("c1", []GraphTask{task("x")})
+	s.finish("a", "x")
+	s.graphEpoch = math.MaxUint32 - 1 // the first of the graph's two marks is the last before the wrap
+	s.submit("c1", []GraphTask{task("y", "x"), task("z")}, "y", "z")
+	if s.graphEpoch != 1 {
+		t.Fatalf("graph mark %d after the wrap, want 1", s.graphEpoch)
+	}
+	s.wantStatus("x", "memory")
+	for _, key := range []string{"y", "z"} {
+		if st := s.status(key); st != "processing" && st != "queued" {
+			t.Fatalf("%s is %s after a graph applied across the wrap", key, st)
+		}
 	}
 }

@@ -259,7 +259,7 @@ func taskReportMsg(ts *TaskState) *protocol.Map {
 	case StatusMemory:
 		return msgKeyInMemoryTask(ts, nil)
 	case StatusErred:
-		f := ts.exceptionBlame
+		f := ts.blame()
 		if f == nil {
 			f = ts
 		}

@@ -62,24 +62,12 @@ func (s *oset[T]) Items() []T {
 }
 
 func (s *oset[T]) find(v T) int {
-	r := s.rest
-	if r == nil {
-		var zero T
-		if v == s.one[0] && v != zero {
-			return 0
-		}
-		return -1
+	if r := s.rest; r != nil {
+		return r.find(v)
 	}
-	if r.idx != nil {
-		if i, ok := r.idx[v]; ok {
-			return int(i)
-		}
-		return -1
-	}
-	for i, x := range r.items {
-		if x == v {
-			return i
-		}
+	var zero T
+	if v == s.one[0] && v != zero {
+		return 0
 	}
 	return -1
 }
@@ -98,21 +86,66 @@ func (s *oset[T]) Add(v T) bool {
 // addNew appends v, which the caller knows is absent (a symmetric set
 // said so): it skips Add's lookup, a hash probe on big sets.
 func (s *oset[T]) addNew(v T) {
-	var zero T
 	if s.rest == nil {
+		var zero T
 		if s.one[0] == zero && v != zero {
 			s.one[0] = v
 			return
 		}
-		r := &osetItems[T]{}
-		r.items = r.small[:0]
-		if s.one[0] != zero { // leaving the inline slot: it keeps nothing
-			r.items = append(r.items, s.one[0])
-			s.one[0] = zero
-		}
-		s.rest = r
+		s.rest = spill(s.one[:]) // leaving the inline slot: it keeps nothing
 	}
-	r := s.rest
+	s.rest.add(v)
+}
+
+// Remove deletes v (moving the last item into its place) and reports
+// whether it was present.
+func (s *oset[T]) Remove(v T) bool {
+	i := s.find(v)
+	if i < 0 {
+		return false
+	}
+	if s.rest == nil {
+		var zero T
+		s.one[0] = zero
+		return true
+	}
+	s.rest.removeAt(i, v)
+	return true
+}
+
+// spill moves the items held inline (a prefix of inline up to its first
+// zero value) into new storage, in order, and zeroes inline.
+func spill[T comparable](inline []T) *osetItems[T] {
+	r := &osetItems[T]{}
+	r.items = r.small[:0]
+	var zero T
+	for i, x := range inline {
+		if x == zero {
+			break
+		}
+		r.items = append(r.items, x)
+		inline[i] = zero
+	}
+	return r
+}
+
+func (r *osetItems[T]) find(v T) int {
+	if r.idx != nil {
+		if i, ok := r.idx[v]; ok {
+			return int(i)
+		}
+		return -1
+	}
+	for i, x := range r.items {
+		if x == v {
+			return i
+		}
+	}
+	return -1
+}
+
+// add appends v, absent, indexing the set once it outgrows osetLinear.
+func (r *osetItems[T]) add(v T) {
 	r.items = appendDoubling(r.items, v)
 	if r.idx != nil {
 		r.idx[v] = int32(len(r.items) - 1)
@@ -128,19 +161,9 @@ func (r *osetItems[T]) buildIndex(size int) {
 	}
 }
 
-// Remove deletes v (moving the last item into its place) and reports
-// whether it was present.
-func (s *oset[T]) Remove(v T) bool {
-	i := s.find(v)
-	if i < 0 {
-		return false
-	}
+// removeAt deletes v, at position i, moving the last item into its place.
+func (r *osetItems[T]) removeAt(i int, v T) {
 	var zero T
-	r := s.rest
-	if r == nil {
-		s.one[0] = zero
-		return true
-	}
 	last := len(r.items) - 1
 	if i != last {
 		r.items[i] = r.items[last]
@@ -153,7 +176,6 @@ func (s *oset[T]) Remove(v T) bool {
 	if r.idx != nil {
 		delete(r.idx, v)
 	}
-	return true
 }
 
 // Clear empties the set, releasing its memory.

@@ -188,8 +188,8 @@ func (s *State) shuffleCreate(x *ShuffleGetOrCreate) string {
 			"during graph generation. Please let us know that you ran into this by leaving a comment at "+
 			"distributed#7816.", barrierPrefix+x.ShuffleID)
 	}
-	if barrier.runSpec == nil || barrier.kindName() != "P2PBarrierTask" {
-		return fmt.Sprintf("Task %s is a %s, not a P2PBarrierTask", bk, barrier.kindName())
+	if barrier.runSpec == nil || s.kindName(barrier) != "P2PBarrierTask" {
+		return fmt.Sprintf("Task %s is a %s, not a P2PBarrierTask", bk, s.kindName(barrier))
 	}
 	ts := s.tasks.get(x.Key)
 	if ts == nil || ts.state != StatusProcessing {

@@ -82,7 +82,7 @@ func (s *State) shuffleTransitionHook(ts *TaskState) {
 // once (distributed logs a "p2p-failed" event) and skip the cleanup, as
 // distributed does.
 func (s *State) blameShuffle(ts *TaskState) bool {
-	if ts.exceptionBlame != ts {
+	if ts.blame() != ts {
 		return false
 	}
 	for _, id := range sortedIDs(s.shuffles.active) {

@@ -19,10 +19,11 @@ type State struct {
 	tasks    taskTable
 	prefixes map[string]*TaskPrefix
 	groups   map[string]*TaskGroup
-	// kinds: every task kind name seen, one copy each (kindOf); lastKind
-	// the one found last
-	kinds    map[string]*string
-	lastKind *string
+	// kinds: every task kind name seen, one copy each in kindNames, by its
+	// index plus one (kindOf); lastKind the one found last
+	kinds     map[string]uint32
+	kindNames []string
+	lastKind  uint32
 
 	workers     map[string]*WorkerState
 	workerOrder oset[*WorkerState] // registration order, as distributed's dict
@@ -61,7 +62,7 @@ type State struct {
 	runIDs     int64    // TaskState._run_id_iterator
 	runs       runIndex // processing tasks by run id (runindex.go)
 	recent     keyCache // tasks that last reached memory, by key (keycache.go)
-	graphEpoch uint64
+	graphEpoch uint32
 	helperIDs  int64
 	pending    map[string]*pendingGraph // client -> update-graph in the materializer
 	held       map[string][]Stimulus    // client -> stimuli held behind it

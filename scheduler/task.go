@@ -114,6 +114,11 @@ type TaskState struct {
 	// WorkerState.coRootBytes (coassign_pace.go)
 	coRoot bool
 	recIdx int32 // index in State.recs, -1 when not recommended
+	// kind is GraphTask.Kind as its index in State.kindNames (kindOf), 0
+	// before a spec; only the P2P barrier check reads it
+	kind uint32
+	// epoch == State.graphEpoch: touched by the graph being applied
+	epoch uint32
 	// keyHash is the low half of keyIndexHash(Key), taken when the task is
 	// made, while its key is in the cache: the key cache and the task
 	// table's slots find a task's place by it without reading the key
@@ -130,10 +135,10 @@ type TaskState struct {
 	runID        int64 // 0 = never sent
 	priority     priority
 
-	dependencies oset[*TaskState]
+	dependencies oset2[*TaskState] // two inline: a binary operation's or tree node's inputs (oset2.go)
 	dependents   oset[*TaskState]
-	waitingOn    oset[*TaskState] // dependencies not in memory yet
-	waiters      oset[*TaskState] // dependents that still need this task
+	waitingOn    oset2[*TaskState] // dependencies not in memory yet
+	waiters      oset[*TaskState]  // dependents that still need this task
 	whoWants     oset[*ClientState]
 	whoHas       oset[*WorkerState]
 
@@ -147,14 +152,9 @@ type TaskState struct {
 	queueSeq uint64 // tie-breaker: oldest first, like HeapSet
 
 	// Read once or twice in a task's life, or only in some modes.
-	runSpec RunSpec
-	// kind is GraphTask.Kind interned by State.kindOf, nil before a spec;
-	// only the P2P barrier check reads it
-	kind           *string
-	annotations    any // verbatim, for compute-task (GraphTask.Annotations)
-	exceptionBlame *TaskState
-	extra          *taskExtra // nil until a rare field is set
-	epoch          uint64     // == State.graphEpoch: touched by the graph being applied
+	runSpec     RunSpec
+	annotations any        // verbatim, for compute-task (GraphTask.Annotations)
+	extra       *taskExtra // nil until a rare field is set
 	// coBlock/coPos: the task's place in a co-assignment run (coassign.go)
 	coBlock *coBlock
 	coPos   int32
@@ -169,6 +169,9 @@ type TaskState struct {
 // taskExtra holds the TaskState fields that few tasks use: restrictions,
 // retries, failures.
 type taskExtra struct {
+	// exceptionBlame: the erred task this one failed because of
+	// (distributed's exception_blame); set only on the error paths
+	exceptionBlame       *TaskState
 	workerRestrictions   []string
 	hostRestrictions     []string
 	resourceRestrictions map[string]float64
@@ -215,10 +218,24 @@ func (ts *TaskState) ext() *taskExtra {
 	return ts.extra
 }
 
+// blame is the task's exception_blame, nil when it has none.
+func (ts *TaskState) blame() *TaskState { return ts.x().exceptionBlame }
+
+// setBlame sets exception_blame; clearing it allocates nothing.
+func (ts *TaskState) setBlame(b *TaskState) {
+	if b == nil {
+		if ts.extra != nil {
+			ts.extra.exceptionBlame = nil
+		}
+		return
+	}
+	ts.ext().exceptionBlame = b
+}
+
 // clearException forgets the task's exception (retry, forget, scatter).
 func (ts *TaskState) clearException() {
-	ts.exceptionBlame = nil
 	if e := ts.extra; e != nil {
+		e.exceptionBlame = nil
 		e.exception, e.traceback = nil, nil
 		e.exceptionText, e.tracebackText = "", ""
 	}
@@ -230,12 +247,12 @@ func (ts *TaskState) clearException() {
 // record kept for long (the event log) boxes the key instead.
 func (ts *TaskState) keyAny() any { return protocol.KeyAt(&ts.Key) }
 
-// kindName is the task's kind ("Task", "Alias", ...), "" before a spec.
-func (ts *TaskState) kindName() string {
-	if ts.kind == nil {
+// kindName is ts's kind ("Task", "Alias", ...), "" before a spec.
+func (s *State) kindName(ts *TaskState) string {
+	if ts.kind == 0 {
 		return ""
 	}
-	return *ts.kind
+	return s.kindNames[ts.kind-1]
 }
 
 // State returns the task's current state.
@@ -434,20 +451,21 @@ func (s *State) setSpec(ts *TaskState, spec *GraphTask) {
 }
 
 // kindOf interns a kind name: the State holds one copy of each (a graph
-// has a handful), its tasks a pointer to it. The last one found is checked
-// first, since a graph's tasks mostly share their kind.
-func (s *State) kindOf(name string) *string {
-	if k := s.lastKind; k != nil && *k == name {
+// has a handful), its tasks the copy's index plus one in kindNames, four
+// bytes where a pointer took eight. The last one found is checked first,
+// since a graph's tasks mostly share their kind.
+func (s *State) kindOf(name string) uint32 {
+	if k := s.lastKind; k != 0 && s.kindNames[k-1] == name {
 		return k
 	}
-	k := s.kinds[name]
-	if k == nil {
+	k, ok := s.kinds[name]
+	if !ok {
 		if s.kinds == nil {
-			s.kinds = map[string]*string{}
+			s.kinds = map[string]uint32{}
 		}
-		k = new(string)
-		*k = strings.Clone(name)
-		s.kinds[*k] = k
+		s.kindNames = append(s.kindNames, strings.Clone(name))
+		k = uint32(len(s.kindNames))
+		s.kinds[s.kindNames[k-1]] = k
 	}
 	s.lastKind = k
 	return k

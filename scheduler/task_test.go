@@ -32,14 +32,23 @@ func TestKeyAnyAllocatesNothing(t *testing.T) {
 	}
 }
 
-// TestKindOfInterns: one copy per kind name, whatever string it came in.
+// TestKindOfInterns: one copy per kind name, whatever string it came in,
+// and a task's kind reads back as its name.
 func TestKindOfInterns(t *testing.T) {
 	s := newTestState(t)
 	a := s.kindOf(string([]byte("Task")))
-	if b := s.kindOf("Alias"); b == a || *b != "Alias" {
-		t.Fatalf("Alias interned as %q", *b)
+	b := s.kindOf("Alias")
+	if b == a || s.kindNames[b-1] != "Alias" {
+		t.Fatalf("Alias interned as %d (%q)", b, s.kindNames)
 	}
-	if c := s.kindOf(string([]byte("Task"))); c != a || *c != "Task" {
-		t.Fatalf("Task interned twice: %p %p", a, c)
+	if c := s.kindOf(string([]byte("Task"))); c != a || len(s.kindNames) != 2 {
+		t.Fatalf("Task interned twice: %d %d (%q)", a, c, s.kindNames)
+	}
+	ts := &TaskState{kind: b}
+	if got := s.kindName(ts); got != "Alias" {
+		t.Fatalf("kindName = %q, want Alias", got)
+	}
+	if got := s.kindName(&TaskState{}); got != "" {
+		t.Fatalf("kindName before a spec = %q, want empty", got)
 	}
 }

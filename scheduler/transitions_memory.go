@@ -23,7 +23,7 @@ func (s *State) transitionMemoryReleased(ts *TaskState, _ *transArgs) {
 			ws.actors.Remove(ts)
 		}
 		if ts.whoWants.Len() > 0 {
-			ts.exceptionBlame = ts
+			ts.setBlame(ts)
 			ts.ext().exception = actorLostPickle()
 			s.recommend(ts, StatusErred) // don't try to recreate
 			return
@@ -71,14 +71,14 @@ func anyErredDependency(ts *TaskState) bool {
 // transitionReleasedErred mirrors _transition_released_erred: a dependency
 // failed; blame it.
 func (s *State) transitionReleasedErred(ts *TaskState, _ *transArgs) {
-	failing := ts.exceptionBlame
+	failing := ts.blame()
 	if failing == nil {
 		s.impossible(ts, StatusReleased, StatusErred)
 		return
 	}
 	for _, dts := range ts.dependents.Items() {
 		if dts.whoHas.Len() == 0 {
-			dts.exceptionBlame = failing
+			dts.setBlame(failing)
 			s.recommend(dts, StatusErred)
 		}
 	}
@@ -122,7 +122,7 @@ func (s *State) transitionMemoryErred(ts *TaskState, _ *transArgs) {
 	s.removeAllReplicas(ts)
 	for _, dts := range ts.dependents.Items() {
 		if dts.whoHas.Len() == 0 {
-			dts.exceptionBlame = ts
+			dts.setBlame(ts)
 			s.recommend(dts, StatusErred)
 		}
 	}

@@ -166,13 +166,13 @@ func (s *State) propagateErred(ts *TaskState, a *transArgs) {
 		ts.ext().tracebackText = a.tracebackText
 	}
 	if a.cause != nil {
-		ts.exceptionBlame = a.cause
-	} else if ts.exceptionBlame == nil {
-		ts.exceptionBlame = ts // never reached in distributed (asserted)
+		ts.setBlame(a.cause)
+	} else if ts.blame() == nil {
+		ts.setBlame(ts) // never reached in distributed (asserted)
 	}
-	failing := ts.exceptionBlame
+	failing := ts.blame()
 	for _, dts := range ts.waiters.Items() {
-		dts.exceptionBlame = failing
+		dts.setBlame(failing)
 		s.recommend(dts, StatusErred)
 	}
 	for _, dts := range ts.dependencies.Items() {

@@ -50,7 +50,7 @@ func (s *State) transitionWaitingReleased(ts *TaskState, _ *transArgs) {
 	switch {
 	case ts.hasLostDependencies:
 		s.recommend(ts, StatusForgotten)
-	case ts.exceptionBlame == nil && (ts.whoWants.Len() > 0 || ts.waiters.Len() > 0):
+	case ts.blame() == nil && (ts.whoWants.Len() > 0 || ts.waiters.Len() > 0):
 		s.recommend(ts, StatusWaiting)
 	default:
 		ts.waiters.Clear()

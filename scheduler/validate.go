@@ -177,7 +177,7 @@ func (s *State) validateTaskState(ts *TaskState) {
 			}
 		}
 	case StatusErred:
-		if ts.exceptionBlame == nil {
+		if ts.blame() == nil {
 			s.broken(ts, "erred without exception_blame")
 		}
 	case StatusForgotten:
