@@ -10,15 +10,16 @@ import "slices"
 // map is built only once a set grows past osetLinear, so a 10k-way fan-in
 // still removes in O(1).
 //
-// A TaskState holds six osets and most hold one item or none (who_has,
-// who_wants, a lone dependent), so an oset is two words: the one item
-// inline, and the storage of a set that has held two (or a zero value,
-// which the inline slot cannot tell from empty) behind a pointer. A 40-byte
-// oset (slice, index, inline item) made the TaskState 504 bytes, in the
-// 512-byte size class; this one makes it 360, in the 384-byte class. The
-// simulator's 1M-task tree on 1,000 workers peaked at 1.29 GB of RSS
-// instead of 1.46; the engine's CPU per task did not change within noise
-// (the pointer to a set's storage is one more load where a set holds two).
+// A TaskState holds six task sets and most hold one item or none
+// (who_has, who_wants, a lone dependent), so an oset is two words: the one
+// item inline, and the storage of a set that has held two (or a zero
+// value, which the inline slot cannot tell from empty) behind a pointer. A
+// 40-byte oset (slice, index, inline item) made the TaskState 504 bytes, in
+// the 512-byte size class; this one made it 360, in the 384-byte class.
+// The simulator's 1M-task tree on 1,000 workers peaked at 1.29 GB of RSS
+// instead of 1.46. A task's dependencies and waiting_on, often two, are
+// oset2s, with two items inline (oset2.go); both share the spilled
+// storage's code below (osetItems).
 //
 // Invariant: rest == nil and one[0] is the only item, or there is none when
 // one[0] is the zero value; or rest != nil, holds every item, and one[0] is

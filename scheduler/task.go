@@ -90,10 +90,13 @@ func (p priority) wireInto(w *priorityWire) any {
 // transition (BenchmarkSubmitFinish).
 //
 // It is 352 bytes, a size class of its own (TestTaskStateSize): the key
-// is not boxed per task (keyAny points at Key) and the kind is a pointer
-// to the State's one copy of its name, which took it from 376 bytes in the
-// 384-byte class plus a 16-byte box. A task waiting in a 200k-task graph
-// costs the Go process 48 bytes less (scripts/bench/results/memory-per-task).
+// is not boxed per task (keyAny points at Key) and the kind is an index
+// into the State's one copy of each name, which took it from 376 bytes in
+// the 384-byte class plus a 16-byte box (a task waiting in a 200k-task
+// graph cost the Go process 48 bytes less,
+// scripts/bench/results/memory-per-task). The kind's index and the graph
+// mark taking four bytes each, and exceptionBlame living in extra, pay for
+// the second inline slot of dependencies and waitingOn (oset2.go).
 type TaskState struct {
 	// The fields most transitions read or write come first, so that a
 	// task's hot part spans four or five cache lines of its six: the task
