@@ -246,6 +246,7 @@ def test_pip_install_then_local_go_cluster_scales_keeping_persisted_keys(venv, w
 REQUIRED_IN_SDIST = [
     "pyproject.toml", "setup.py", "README.md", "src/dask_go_scheduler/__init__.py",
     "go-src/go.mod", "go-src/go.sum", "go-src/cmd/dask-go-scheduler/main.go",
+    "go-src/cmd/dask-go-scheduler/default.pgo",  # the profile the build optimizes with
     "go-src/compat/materializer.py", "go-src/compat/helper_wire.py",  # embedded: the helper's sources
     "go-src/scheduler/server/server.go",
 ]
@@ -288,6 +289,14 @@ def test_sdist_carries_the_go_source_and_installs_outside_the_checkout(venv, whe
         "              len(c.sync(c.scheduler.identity, n_workers=-1)['workers']))\n")
     out = run([venv / "bin" / "python", script], env=clean_env(venv, go=False), cwd=copy.parent, timeout=120).stdout
     assert "RESULT 6 1" in out, out[-3000:]
+    # built with the sdist's default.pgo: `go build` records the profile
+    # in the binary's build information
+    binary = run([venv / "bin" / "python", "-c",
+                  "import dask_go_scheduler, pathlib; "
+                  "print(pathlib.Path(dask_go_scheduler.__file__).parent / 'bin' / 'dask-go-scheduler')"],
+                 env=clean_env(venv, go=False), cwd=copy.parent).stdout.strip().splitlines()[-1]
+    info = run([shutil.which("go"), "version", "-m", binary], env=env).stdout
+    assert re.search(r"build\s+-pgo=\S*default\.pgo", info), info[-2000:]
 
 
 # ---------------------------------------------------------------- compat/Dockerfile

@@ -122,13 +122,17 @@ class BuildPyWithGo(build_py):
 
 
 def module_files(src: Path) -> list[str]:
-    """The files of src that `go build COMMAND` reads: go.mod, go.sum and the
-    Go and embedded files of every package of the module it depends on."""
+    """The files of src that `go build COMMAND` reads: go.mod, go.sum, the
+    Go and embedded files of every package of the module it depends on, and
+    COMMAND's default.pgo (the profile `go build` optimizes it with)."""
     go = go_command()
     proc = subprocess.run([go, "list", "-deps", "-json", COMMAND], cwd=src, capture_output=True, text=True)
     if proc.returncode != 0:
         fail(f"`go list -deps {COMMAND}` failed:\n{proc.stderr}")
     files = ["go.mod", "go.sum"]
+    pgo = Path(COMMAND) / "default.pgo"
+    if (src / pgo).is_file():
+        files.append(str(pgo))
     dec, text, i = json.JSONDecoder(), proc.stdout, 0
     while i < len(text):
         if text[i].isspace():
