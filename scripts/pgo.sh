@@ -31,7 +31,6 @@ go test -c -pgo=off -o "$out/sim.test" ./cmd/dask-go-sim/internal/sim
 "$out/sim.test" -test.run '^$' -test.bench 'BenchmarkEngineReplay1M$' -test.benchtime 1x \
   -test.cpuprofile "$out/engine.pprof" >&2
 
-scripts/setup.sh >&2
 go build -pgo=off -o "$out/dask-go-scheduler" ./cmd/dask-go-scheduler
 scripts/bench.sh --workloads graph-path --graph-path-cases map-20k,tree-200k \
   --graph-path-schedulers "go:$out/dask-go-scheduler" --repetitions 3 \

@@ -291,9 +291,7 @@ def test_sdist_carries_the_go_source_and_installs_outside_the_checkout(venv, whe
     assert "RESULT 6 1" in out, out[-3000:]
     # built with the sdist's default.pgo: `go build` records the profile
     # in the binary's build information
-    binary = run([venv / "bin" / "python", "-c",
-                  "import dask_go_scheduler, pathlib; "
-                  "print(pathlib.Path(dask_go_scheduler.__file__).parent / 'bin' / 'dask-go-scheduler')"],
+    binary = run([venv / "bin" / "python", "-c", "import dask_go_scheduler; print(dask_go_scheduler.binary_path())"],
                  env=clean_env(venv, go=False), cwd=copy.parent).stdout.strip().splitlines()[-1]
     info = run([shutil.which("go"), "version", "-m", binary], env=env).stdout
     assert re.search(r"build\s+-pgo=\S*default\.pgo", info), info[-2000:]
