@@ -10,8 +10,9 @@ What it does for an update-graph is what Scheduler.update_graph does before
 it touches scheduler state: deserialize the expression, materialize it
 (__dask_graph__, annotations, convert_legacy_graph), and report per task its
 key, dependencies, kind, data_producer, annotations and its GraphNode
-pickled with persistent ids for callables (each distinct callable pickled
-once per graph, not once per task). Culling (for LLGExpr) and dask.order run
+pickled: whole in a small graph, else with persistent ids for callables
+and bulky values (each distinct one pickled once per graph, not once per
+task). Culling (for LLGExpr) and dask.order run
 in Go unless the request asks for ordering="python" (the fallback for dask
 versions the Go port has not been checked against). Tasks are converted,
 pickled and sent chunk by chunk, so the converted graph is never held whole.
@@ -89,6 +90,19 @@ RELEASE_MIN_TASKS = 1000
 INTERNED_TYPES = frozenset(
     {types.FunctionType, types.MethodType, types.BuiltinFunctionType, functools.partial}
 )
+
+# A graph of fewer tasks pickles each spec whole, as distributed's dumps
+# does when Python's scheduler sends the task, callables included: on a few
+# tasks the object table costs more than it saves (its pickler, a pickle per
+# distinct callable, Go's splice of every reference, and on the worker a
+# nested pickle.loads per reference). The helper's whole materialize, table
+# against whole: 0.91 for a 4-chunk dask.array sum (9 tasks), 0.87 for 28
+# tasks, 0.91 for 57, 1.02 for the 85 of a slice-and-mean, whose callables
+# cost more to pickle per task (scripts/bench/helper_pickling.py, results in
+# scripts/bench/results/latency/pause-25ms/helper-pickling.txt). A spec that
+# comes out bulky goes through the table after all, so a value that several
+# tasks share still crosses the pipe once.
+PLAIN_BELOW_TASKS = int(os.environ.get("DASKGO_MATERIALIZER_PLAIN_BELOW", "64"))
 
 # Bulky values go to the object table too, by identity: a bytes object or a
 # numpy array that many tasks share (client.map(f, xs, [blob] * n), a
@@ -237,6 +251,7 @@ def materialize(req):
 
     table = ObjectTable()
     pickler = SpecPickler(table)
+    plain = expected < PLAIN_BELOW_TASKS
     # the check compares Go's dask.order with Python's: nothing to compare
     # when neither runs (the client sent internal_priority) or Python's is used
     structure = [] if req.check_order and not ordered else None
@@ -247,7 +262,13 @@ def materialize(req):
         kind = type(node).__name__
         if structure is not None:
             structure.append((key, deps, kind))
-        spec = pickler.spec(node)
+        spec = None
+        if plain:
+            spec = pickle_dumps(node)
+            if len(spec) >= BULKY_MIN_BYTES:
+                spec = None  # it may hold a value other tasks share: into the table
+        if spec is None:
+            spec = pickler.spec(node)
         chunk.append(
             [
                 key,

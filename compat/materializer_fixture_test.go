@@ -218,7 +218,11 @@ func sharedMaterializer(t *testing.T) *Materializer {
 		defer cancel()
 		// The check compares Go's dask.order with the helper's, both under
 		// HashSeed: a seed other than 0, as a scheduler draws one.
-		shared, sharedErr = Start(ctx, Config{Python: py, ChunkTasks: 25, CheckOrder: true, HashSeed: sharedHashSeed})
+		// Every spec through the object table, whatever the graph's size
+		// (materializer.py's PLAIN_BELOW_TASKS), so that the tests of
+		// small graphs cover the splice.
+		shared, sharedErr = Start(ctx, Config{Python: py, ChunkTasks: 25, CheckOrder: true, HashSeed: sharedHashSeed,
+			Env: []string{"DASKGO_MATERIALIZER_PLAIN_BELOW=0"}})
 	})
 	if sharedErr != nil {
 		t.Fatalf("start shared materializer: %v", sharedErr)

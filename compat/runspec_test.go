@@ -19,11 +19,42 @@ import (
 // helper's persistent-id pickles and its object table load, in a stock
 // Python, to the very GraphNodes Scheduler.update_graph makes of the same
 // messages (same type, equal, same dependencies, same shared objects) and
-// run to the same results.
+// run to the same results. The shared helper sends every spec through the
+// table (DASKGO_MATERIALIZER_PLAIN_BELOW=0); a helper that sends graphs
+// under 100 tasks whole sends every spec of these graphs whole but the
+// bulky ones, and what reaches the worker loads the same.
 func TestRunSpecRoundTrip(t *testing.T) {
+	t.Run("object-table", func(t *testing.T) {
+		tasks, spliced := runSpecRoundTrip(t, sharedMaterializer(t))
+		if spliced == 0 {
+			t.Fatal("no task referred to the object table: the round trip proved nothing about splicing")
+		}
+		t.Logf("%d tasks, %d spliced", tasks, spliced)
+	})
+	t.Run("plain-below-100", func(t *testing.T) {
+		m := startMaterializer(t, Config{ChunkTasks: 25, HashSeed: sharedHashSeed,
+			Env: []string{"DASKGO_MATERIALIZER_PLAIN_BELOW=100"}})
+		tasks, spliced := runSpecRoundTrip(t, m)
+		// bulky's 53 specs too big to send whole: the 51 holding the
+		// shared 64 KiB blob, the shared array's and the one with its own
+		// 8 KiB; every other task of the five graphs is sent whole
+		if spliced != 53 || tasks <= spliced {
+			t.Fatalf("%d tasks, %d spliced: want bulky's 53 through the table and the rest whole", tasks, spliced)
+		}
+		t.Logf("%d tasks, %d spliced", tasks, spliced)
+	})
+}
+
+// runSpecRoundTrip materializes the test graphs on m and has a stock
+// Python check the payloads; it returns how many tasks there were and how
+// many of them referred to the object table.
+func runSpecRoundTrip(t *testing.T, m *Materializer) (tasks, spliced int) {
 	dir := t.TempDir()
 	if keep := os.Getenv("DASKGO_KEEP_RUNSPEC_DIR"); keep != "" { // for debugging a failure
-		dir = keep
+		dir = filepath.Join(keep, t.Name())
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	script := mustAbs(t, "testdata/runspec_roundtrip.py")
 	py := func(args ...string) string {
@@ -40,8 +71,6 @@ func TestRunSpecRoundTrip(t *testing.T) {
 		return string(out)
 	}
 	t.Log(py("make", dir))
-	m := sharedMaterializer(t)
-	spliced := 0
 	for i, name := range []string{"legacy", "new_style", "bulky", "array", "annotated"} {
 		msg, ok := readFramed(t, filepath.Join(dir, name+".bin")).(*protocol.Map)
 		if !ok {
@@ -55,6 +84,7 @@ func TestRunSpecRoundTrip(t *testing.T) {
 		var specs []any
 		own := 0 // spec bytes held per task, the shared table apart
 		for _, task := range res.Tasks {
+			tasks++
 			ts := task.RunSpec.(*TaskSpec)
 			own += ts.Size()
 			if ts.table != nil {
@@ -86,10 +116,8 @@ func TestRunSpecRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if spliced == 0 {
-		t.Fatal("no task referred to the object table: the round trip proved nothing about splicing")
-	}
 	t.Log(py("check", dir))
+	return tasks, spliced
 }
 
 // TestHelperMemoryReturnsAfterAGraph: after answering a 100k-task graph
