@@ -1,0 +1,187 @@
+"""What the materializer helper spends per task on a `client.map`, stage by
+stage, in one process (no scheduler, no workers): the graph-path benchmark's
+map-20k (`client.map(inc, range(20_000))`) as a stock Client sends it.
+
+    .venv/bin/python scripts/bench/helper_map_stages.py [--tasks 20000] [--calls 9]
+
+Per stage, the median over --calls calls of its µs per task:
+
+- deserialize: the expression's frames to the `_MapExpr` (distributed's);
+- `__dask_graph__`: `_MapExpr._layer`, one `Task` per element (distributed's
+  and dask's: Python's scheduler runs it in `update_graph`);
+- convert: compat/materializer.py `converted` (convert_legacy_task per node);
+- pickle specs: `SpecPickler.spec` per task (ours around pickle's), then
+  the same tasks with a plain `pickle.Pickler` reused the same way (no
+  persistent ids), and with `pickle.dumps` per task (what Python's scheduler
+  pays when it sends a task), and `Task.__reduce_ex__` alone (dask's part of
+  any pickling);
+- rows: the answer's per-task row (key, dependencies, kind, data_producer,
+  annotations, spec, priority), as `materialize` builds it;
+- pack: `helper_wire.graph_chunk`, the rows to msgpack frames.
+
+And the whole `materialize` on the same request, for the total.
+
+With --gc, instead: the whole `materialize` with Python's cyclic collector
+on and off (as the helper now runs it, compat/materializer.py `handle`),
+alternating call by call, in CPU µs per task, and the collections a call
+with the collector on made, by generation, with the time they took.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import io
+import pickle
+import statistics
+import sys
+import time
+import types
+from pathlib import Path
+from types import SimpleNamespace
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "compat"))
+
+from distributed.client import _MapExpr  # noqa: E402
+from distributed.protocol.serialize import serialize  # noqa: E402
+
+import helper_wire as wire  # noqa: E402
+import materializer  # noqa: E402
+
+
+class PlainSpecs(pickle.Pickler):
+    """SpecPickler's reuse of one pickler and buffer, without persistent ids."""
+
+    def __init__(self):
+        self._buf = io.BytesIO()
+        super().__init__(self._buf, protocol=5)
+
+    def spec(self, node):
+        self._buf.seek(0)
+        self._buf.truncate()
+        self.clear_memo()
+        self.dump(node)
+        return self._buf.getvalue()
+
+
+def request(n: int):
+    # a module the helper can import, as the benchmark's inc is
+    mod = types.ModuleType("map_stages_mod")
+    exec("def inc(x):\n    return x + 1\n", mod.__dict__)
+    sys.modules[mod.__name__] = mod
+    expr = _MapExpr(mod.inc, [list(range(n))], key="inc", pure=True, annotations={}, kwargs={})
+    keys = list(expr.keys)  # the client computes them before it sends (Client.map)
+    header, frames = serialize(expr, serializers=("pickle",), on_error="raise")
+    ser = SimpleNamespace(header=header, frames=frames)
+    return keys, ser
+
+
+def stages(keys, ser, n: int) -> dict[str, float]:
+    t = {}
+    c = time.perf_counter
+    t0 = c()
+    expr = materializer.deserialize_expr(ser)
+    t["deserialize"] = c() - t0
+    t0 = c()
+    dsk = expr.__dask_graph__()
+    t["__dask_graph__"] = c() - t0
+    t0 = c()
+    nodes = list(materializer.converted(dsk))
+    t["convert"] = c() - t0
+    t0 = c()
+    pickler = materializer.SpecPickler(materializer.ObjectTable())
+    specs = [pickler.spec(node) for _, node in nodes]
+    t["pickle specs (SpecPickler)"] = c() - t0
+    t0 = c()
+    plain = PlainSpecs()
+    for _, node in nodes:
+        plain.spec(node)
+    t["  the same, no persistent ids"] = c() - t0
+    t0 = c()
+    for _, node in nodes:
+        pickle.dumps(node, protocol=5)
+    t["  pickle.dumps per task"] = c() - t0
+    t0 = c()
+    for _, node in nodes:
+        node.__reduce_ex__(5)
+    t["  Task.__reduce_ex__ alone"] = c() - t0
+    t0 = c()
+    rows = [
+        [
+            materializer.plain_key(k),
+            [materializer.plain_key(d) for d in node.dependencies],
+            type(node).__name__,
+            bool(node.data_producer),
+            materializer.task_annotations(k, {}, {}),
+            spec,
+            None,
+        ]
+        for (k, node), spec in zip(nodes, specs)
+    ]
+    t["rows"] = c() - t0
+    t0 = c()
+    chunk = materializer.CHUNK
+    for i in range(0, len(rows), chunk):
+        wire.graph_chunk(1, [], rows[i : i + chunk], len(rows), {} if i + chunk >= len(rows) else None)
+    t["pack"] = c() - t0
+    req = wire.MaterializeRequest(id=1, msg={"keys": keys, "expr_ser": ser}, ordering="go", check_order=False)
+    t0 = c()
+    for _ in materializer.materialize(req):
+        pass
+    t["materialize, whole"] = c() - t0
+    return {k: v / n * 1e6 for k, v in t.items()}
+
+
+def with_and_without_gc(keys, ser, n: int, calls: int) -> None:
+    """materialize with the collector on and off, alternating."""
+    events: list[tuple[str, int, float]] = []
+
+    def record(phase, info):
+        events.append((phase, info["generation"], time.perf_counter()))
+
+    gc.collect()
+    gc.freeze()  # the imports are the process's own, as in the helper's main
+    gc.callbacks.append(record)
+    res: dict[str, list[float]] = {"on": [], "off": []}
+    passes = spent = None
+    for i in range(calls * 2):
+        mode = ("on", "off")[i % 2] if (i // 2) % 2 == 0 else ("off", "on")[i % 2]
+        if mode == "off":
+            gc.disable()
+        events.clear()
+        req = wire.MaterializeRequest(id=1, msg={"keys": keys, "expr_ser": ser}, ordering="go", check_order=False)
+        t0 = time.process_time()
+        for _ in materializer.materialize(req):
+            pass
+        res[mode].append((time.process_time() - t0) / n * 1e6)
+        gc.enable()
+        if mode == "on":
+            starts = [g for phase, g, _ in events if phase == "start"]
+            passes = {g: starts.count(g) for g in sorted(set(starts))}
+            spent = sum(b[2] - a[2] for a, b in zip(events[::2], events[1::2])) * 1e3
+    gc.callbacks.remove(record)
+    print(f"collector | CPU µs per task, median of {calls} (range)")
+    for mode, vals in res.items():
+        print(f"{mode} | {statistics.median(vals):.2f} ({min(vals):.2f}–{max(vals):.2f})")
+    print(f"a call with the collector on: passes by generation {passes}, {spent:.1f} ms in them")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tasks", type=int, default=20_000)
+    ap.add_argument("--calls", type=int, default=9)
+    ap.add_argument("--gc", action="store_true", help="materialize with the collector on and off instead")
+    args = ap.parse_args()
+    keys, ser = request(args.tasks)
+    if args.gc:
+        with_and_without_gc(keys, ser, args.tasks, args.calls)
+        return
+    runs = [stages(keys, ser, args.tasks) for _ in range(args.calls)]
+    print(f"stage | µs per task, median of {args.calls} (range)")
+    for name in runs[0]:
+        vals = [r[name] for r in runs]
+        print(f"{name} | {statistics.median(vals):.2f} ({min(vals):.2f}–{max(vals):.2f})")
+
+
+if __name__ == "__main__":
+    main()
