@@ -12,7 +12,8 @@ Per stage, the median over --calls calls of its µs per task:
 - convert: compat/materializer.py `converted` (convert_legacy_task per node);
 - pickle specs: `SpecPickler.spec` per task (ours around pickle's), then
   the same tasks with a plain `pickle.Pickler` reused the same way (no
-  persistent ids), and with `pickle.dumps` per task (what Python's scheduler
+  persistent ids), with `MemoSpecs` (a prototype: the table's callables as
+  pre-populated memo references), and with `pickle.dumps` per task (what Python's scheduler
   pays when it sends a task), and `Task.__reduce_ex__` alone (dask's part of
   any pickling);
 - rows: the answer's per-task row (key, dependencies, kind, data_producer,
@@ -64,6 +65,43 @@ class PlainSpecs(pickle.Pickler):
         return self._buf.getvalue()
 
 
+class _NewCallable(Exception):
+    pass
+
+
+class MemoSpecs(pickle.Pickler):
+    """A prototype, measured only: the object table's callables reach the
+    pickle as memo references instead of persistent ids. The memo is
+    pre-populated with them (indices from 2**30, apart from the task's own),
+    so there is no Python call per pickled object; reducer_override, which
+    pickle calls only for objects it has no fast path for, finds a callable
+    not in the table yet, and the task is pickled again with it. Go's splice
+    does not read this form: a task's own memo indices start after the
+    pre-populated ones and would need renumbering."""
+
+    def __init__(self):
+        self._buf = io.BytesIO()
+        super().__init__(self._buf, protocol=5)
+        self._base: dict = {}
+
+    def reducer_override(self, obj):
+        if type(obj) in materializer.INTERNED_TYPES:
+            raise _NewCallable(obj)
+        return NotImplemented
+
+    def spec(self, node):
+        while True:
+            self._buf.seek(0)
+            self._buf.truncate()
+            self.memo = self._base
+            try:
+                self.dump(node)
+                return self._buf.getvalue()
+            except _NewCallable as e:
+                obj = e.args[0]
+                self._base[id(obj)] = ((1 << 30) + len(self._base), obj)
+
+
 def request(n: int):
     # a module the helper can import, as the benchmark's inc is
     mod = types.ModuleType("map_stages_mod")
@@ -97,6 +135,11 @@ def stages(keys, ser, n: int) -> dict[str, float]:
     for _, node in nodes:
         plain.spec(node)
     t["  the same, no persistent ids"] = c() - t0
+    t0 = c()
+    memo = MemoSpecs()
+    for _, node in nodes:
+        memo.spec(node)
+    t["  callables as memo references (prototype)"] = c() - t0
     t0 = c()
     for _, node in nodes:
         pickle.dumps(node, protocol=5)
