@@ -102,6 +102,16 @@ class MemoSpecs(pickle.Pickler):
                 self._base[id(obj)] = ((1 << 30) + len(self._base), obj)
 
 
+def materialize_request(expr, keys=None):
+    """A MaterializeRequest for expr, serialized as a stock Client sends it
+    (materialize does not consume it: this script's calls share one)."""
+    header, frames = serialize(expr, serializers=("pickle",), on_error="raise")
+    msg = {"expr_ser": SimpleNamespace(header=header, frames=frames)}
+    if keys is not None:
+        msg["keys"] = keys
+    return wire.MaterializeRequest(id=1, msg=msg, ordering="go", check_order=False)
+
+
 def request(n: int):
     # a module the helper can import, as the benchmark's inc is
     mod = types.ModuleType("map_stages_mod")
@@ -109,16 +119,14 @@ def request(n: int):
     sys.modules[mod.__name__] = mod
     expr = _MapExpr(mod.inc, [list(range(n))], key="inc", pure=True, annotations={}, kwargs={})
     keys = list(expr.keys)  # the client computes them before it sends (Client.map)
-    header, frames = serialize(expr, serializers=("pickle",), on_error="raise")
-    ser = SimpleNamespace(header=header, frames=frames)
-    return keys, ser
+    return materialize_request(expr, keys)
 
 
-def stages(keys, ser, n: int) -> dict[str, float]:
+def stages(req, n: int) -> dict[str, float]:
     t = {}
     c = time.perf_counter
     t0 = c()
-    expr = materializer.deserialize_expr(ser)
+    expr = materializer.deserialize_expr(req.msg["expr_ser"])
     t["deserialize"] = c() - t0
     t0 = c()
     dsk = expr.__dask_graph__()
@@ -167,7 +175,6 @@ def stages(keys, ser, n: int) -> dict[str, float]:
     for i in range(0, len(rows), chunk):
         wire.graph_chunk(1, [], rows[i : i + chunk], len(rows), {} if i + chunk >= len(rows) else None)
     t["pack"] = c() - t0
-    req = wire.MaterializeRequest(id=1, msg={"keys": keys, "expr_ser": ser}, ordering="go", check_order=False)
     t0 = c()
     for _ in materializer.materialize(req):
         pass
@@ -175,7 +182,7 @@ def stages(keys, ser, n: int) -> dict[str, float]:
     return {k: v / n * 1e6 for k, v in t.items()}
 
 
-def with_and_without_gc(keys, ser, n: int, calls: int) -> None:
+def with_and_without_gc(req, n: int, calls: int) -> None:
     """materialize with the collector on and off, alternating."""
     events: list[tuple[str, int, float]] = []
 
@@ -188,11 +195,11 @@ def with_and_without_gc(keys, ser, n: int, calls: int) -> None:
     res: dict[str, list[float]] = {"on": [], "off": []}
     passes = spent = None
     for i in range(calls * 2):
-        mode = ("on", "off")[i % 2] if (i // 2) % 2 == 0 else ("off", "on")[i % 2]
+        order = ("on", "off") if (i // 2) % 2 == 0 else ("off", "on")  # the pair's order turns
+        mode = order[i % 2]
         if mode == "off":
             gc.disable()
         events.clear()
-        req = wire.MaterializeRequest(id=1, msg={"keys": keys, "expr_ser": ser}, ordering="go", check_order=False)
         t0 = time.process_time()
         for _ in materializer.materialize(req):
             pass
@@ -215,11 +222,11 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=9)
     ap.add_argument("--gc", action="store_true", help="materialize with the collector on and off instead")
     args = ap.parse_args()
-    keys, ser = request(args.tasks)
+    req = request(args.tasks)
     if args.gc:
-        with_and_without_gc(keys, ser, args.tasks, args.calls)
+        with_and_without_gc(req, args.tasks, args.calls)
         return
-    runs = [stages(keys, ser, args.tasks) for _ in range(args.calls)]
+    runs = [stages(req, args.tasks) for _ in range(args.calls)]
     print(f"stage | µs per task, median of {args.calls} (range)")
     for name in runs[0]:
         vals = [r[name] for r in runs]
