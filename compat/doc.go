@@ -44,10 +44,11 @@
 // __Pickled__ blobs of update-graph are relayed byte for byte. Every kind of
 // request and answer is typed in helper_wire.py and helperwire.go. A task's
 // run_spec comes back as its GraphNode pickled: in a graph of 64 tasks or
-// more (and for a bulky spec in a smaller one) with persistent ids for its
+// more (and for a bulky spec in a smaller one) with references to its
 // callables and bulky values, each pickled once per graph into an object
-// table, which TaskSpec splices back (protocol/pickle) when the task is
-// sent; in a smaller graph whole, as distributed's dumps pickles it.
+// table (memo gets for callables, persistent ids for bulky values;
+// spec_pickling.py), which TaskSpec splices back (protocol/pickle) when the
+// task is sent; in a smaller graph whole, as distributed's dumps pickles it.
 //
 // Invariants:
 //   - Requests are answered in submission order; every Submit yields exactly

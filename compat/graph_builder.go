@@ -39,8 +39,8 @@ func newGraphBuilder(hashSeed uint32) *graphBuilder {
 	return &graphBuilder{table: &objectTable{}, kinds: map[string]string{}, hashSeed: hashSeed}
 }
 
-// add converts one chunk. Specs are checked here, once, so that sending a
-// task later cannot fail.
+// add converts one chunk. Specs are checked (and their memo renumbered)
+// here, once, so that sending a task later cannot fail.
 func (b *graphBuilder) add(c graphChunk) error {
 	if b.tasks == nil && c.expected > int64(len(c.tasks)) {
 		// one allocation for the whole graph instead of a copy per doubling
@@ -57,7 +57,7 @@ func (b *graphBuilder) add(c graphChunk) error {
 	specs := make([]TaskSpec, len(c.tasks)) // one allocation per chunk
 	for i := range c.tasks {
 		wt := &c.tasks[i]
-		refs, err := pickle.Scan(wt.spec, len(b.table.objs))
+		refs, err := pickle.Prepare(wt.spec, len(b.table.objs), int(wt.memoBase))
 		if err != nil {
 			return fmt.Errorf("spec of %s: %w", wt.key, err)
 		}

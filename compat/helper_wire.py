@@ -42,10 +42,12 @@ Answers (helper -> Go) carry the request's "id", "status" ("OK" or
                   (replaces whatever chunks were still to come)
 
 A TASK is a list indexed by the TASK_* constants. Its "spec" is the task's
-GraphNode pickled with persistent ids: every callable in it is an index into
-the graph's object table, which grows by the "objects" of each chunk (an
-object arrives in the chunk of the first task that uses it). The Go side
-splices the objects back in when it sends the task (protocol/pickle/splice.go).
+GraphNode pickled with references into the graph's object table, which grows
+by the "objects" of each chunk (an object arrives in the chunk of the first
+task that uses it): persistent ids, or gets of a memo pre-populated with the
+table from TABLE_MEMO_BASE, the task's own memo entries then numbered from
+its "memo_base". The Go side renumbers those and splices the objects back in
+when it sends the task (protocol/pickle/splice.go).
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ from dataclasses import dataclass
 from distributed.protocol import dumps
 from distributed.protocol.serialize import ToPickle
 
-WIRE_VERSION = 3
+WIRE_VERSION = 4
 
 # A task record: [key, deps, kind, data_producer, annotations, spec, order]
 TASK_KEY = 0  # the dask key (str, int, float or tuple)
@@ -65,9 +67,14 @@ TASK_DEPS = 1  # list(node.dependencies): the node's frozenset in iteration orde
 TASK_KIND = 2  # type(node).__name__: Task, Alias, DataNode, List, ..., P2PBarrierTask
 TASK_DATA_PRODUCER = 3  # node.data_producer
 TASK_ANNOTATIONS = 4  # dict of msgpack-safe values, or None
-TASK_SPEC = 5  # bytes: the node pickled with persistent ids (see above)
+TASK_SPEC = 5  # bytes: the node pickled with references into the object table (see above)
 TASK_ORDER = 6  # int priority (python ordering or the client's internal_priority), or None
-TASK_FIELDS = 7
+TASK_MEMO_BASE = 7  # int: the first memo index of the spec's own entries (0 without a pre-populated memo)
+TASK_FIELDS = 8
+
+# The memo index of the object table's first entry in a spec pickled with a
+# pre-populated memo (protocol/pickle/splice.go TableMemoBase).
+TABLE_MEMO_BASE = 1 << 30
 
 MAX_FRAMES = 1 << 20
 

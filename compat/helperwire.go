@@ -22,7 +22,7 @@ var helperWireScript string
 
 // wireVersion must equal helper_wire.WIRE_VERSION; the startup handshake
 // checks it.
-const wireVersion = 3
+const wireVersion = 4
 
 // Task record fields (helper_wire.TASK_*).
 const (
@@ -33,6 +33,7 @@ const (
 	taskAnnotations
 	taskSpec
 	taskOrder
+	taskMemoBase
 	taskFields
 )
 
@@ -147,6 +148,7 @@ type wireTask struct {
 	spec         []byte
 	order        int64
 	hasOrder     bool
+	memoBase     int64 // the spec's own memo entries start here (pickle.Prepare)
 }
 
 // graphFinal is what the last chunk adds.
@@ -275,6 +277,12 @@ func readWireTask(r *protocol.Fields, t *wireTask) bool {
 		}
 		t.hasOrder = true
 	}
+	if r.IsNil() {
+		return false // memo_base
+	}
+	if t.memoBase, err = r.Int(); err != nil {
+		return false
+	}
 	return true
 }
 
@@ -316,6 +324,9 @@ func parseWireTask(t *wireTask, v any) error {
 		// 0 is the closest)
 	default:
 		return fmt.Errorf("order of %s is %s, not an int", key, protocol.String(o))
+	}
+	if t.memoBase, ok = rec[taskMemoBase].(int64); !ok {
+		return fmt.Errorf("memo_base of %s is %s, not an int", key, truncate(protocol.String(rec[taskMemoBase])))
 	}
 	return nil
 }

@@ -17,6 +17,12 @@ import (
 //go:embed materializer.py
 var materializerScript string
 
+// specPicklingScript is how the helper pickles task specs (materializer.py
+// imports it; protocol/pickle/splice.go reads what it makes).
+//
+//go:embed spec_pickling.py
+var specPicklingScript string
+
 // ErrClosed is returned by Submit and Versions after Close.
 var ErrClosed = errors.New("compat: materializer closed")
 

@@ -1,8 +1,9 @@
 """dask-go-scheduler graph materializer helper.
 
 The Go scheduler starts this script (embedded in its binary, with
-helper_wire.py, the wire's types, and the modules for the requests other
-than materialize: helper_feed.py and materializer_shuffle.py) with the
+helper_wire.py, the wire's types, spec_pickling.py, how task specs are
+pickled, and the modules for the requests other than materialize:
+helper_feed.py and materializer_shuffle.py) with the
 Python interpreter of the clients' environment and talks to it over
 stdin/stdout; helper_wire.py describes every request and answer.
 
@@ -10,9 +11,9 @@ What it does for an update-graph is what Scheduler.update_graph does before
 it touches scheduler state: deserialize the expression, materialize it
 (__dask_graph__, annotations, convert_legacy_graph), and report per task its
 key, dependencies, kind, data_producer, annotations and its GraphNode
-pickled: whole in a small graph, else with persistent ids for callables
-and bulky values (each distinct one pickled once per graph, not once per
-task). Culling (for LLGExpr) and dask.order run
+pickled: whole in a small graph, else with references into an object table
+for callables and bulky values (each distinct one pickled once per graph,
+not once per task; spec_pickling.py). Culling (for LLGExpr) and dask.order run
 in Go unless the request asks for ordering="python" (the fallback for dask
 versions the Go port has not been checked against). Tasks are converted,
 pickled and sent chunk by chunk, so the converted graph is never held whole.
@@ -23,16 +24,12 @@ corrupt the stream); stderr is logged by Go.
 """
 
 import ctypes
-import functools
 import gc
-import io
 import logging
 import numbers
 import os
-import pickle
 import sys
 import textwrap
-import types
 
 import msgpack
 
@@ -52,11 +49,11 @@ from distributed.core import error_message
 from distributed.protocol import loads
 from distributed.protocol.compression import decompress
 from distributed.protocol.serialize import merge_and_deserialize
-from distributed.protocol.pickle import dumps as pickle_dumps
 from distributed.versions import get_versions
 
 import helper_wire as wire
 import uploads
+from spec_pickling import GraphSpecs, ObjectTable
 from helper_feed import feed_setup
 from materializer_shuffle import shuffle_run, worker_plugins
 
@@ -83,14 +80,6 @@ DESERIALIZATION_ERROR = textwrap.dedent(
 # the small computations a notebook runs one after another.
 RELEASE_MIN_TASKS = 1000
 
-# The callables a task pickle refers to by persistent id: pickled once per
-# graph into the object table instead of once per task. Functions defined in
-# __main__ (pickled by value by cloudpickle), bound methods (which carry
-# their whole object) and partials are what made per-task pickling slow.
-INTERNED_TYPES = frozenset(
-    {types.FunctionType, types.MethodType, types.BuiltinFunctionType, functools.partial}
-)
-
 # A graph of fewer tasks pickles each spec whole, as distributed's dumps
 # does when Python's scheduler sends the task, callables included: on a few
 # tasks the object table costs more than it saves (its pickler, a pickle per
@@ -103,29 +92,6 @@ INTERNED_TYPES = frozenset(
 # comes out bulky goes through the table after all, so a value that several
 # tasks share still crosses the pipe once.
 PLAIN_BELOW_TASKS = int(os.environ.get("DASKGO_MATERIALIZER_PLAIN_BELOW", "64"))
-
-# Bulky values go to the object table too, by identity: a bytes object or a
-# numpy array that many tasks share (client.map(f, xs, [blob] * n), a
-# lookup table passed to every task) is pickled once per graph instead of
-# once per task, and crosses the pipe to Go once. With 5,000 tasks sharing
-# 64 KiB this helper pickled and sent 320 MB, for three seconds in which
-# every other client's graph waited. Go splices the value back into each
-# task's payload when it sends the task, as for the callables.
-BULKY_MIN_BYTES = 4096
-
-
-def table_types():
-    """The types persistent_id looks at: one set lookup per pickled object
-    (persistent_id runs for every object of every task, so a test per
-    object is on the graph path's hottest loop). numpy's ndarray is in it
-    when numpy is loaded: a graph holding arrays imported it while its
-    expression was unpickled, before the pickler is made."""
-    types_ = set(INTERNED_TYPES) | {bytes, bytearray}
-    np = sys.modules.get("numpy")
-    if np is not None:
-        types_.add(np.ndarray)
-    return frozenset(types_)
-
 
 def plain_key(key):
     """key with numpy scalars inside it made Python ints and floats.
@@ -163,64 +129,6 @@ def deserialize_expr(expr_ser):
         raise RuntimeError(DESERIALIZATION_ERROR) from e
 
 
-class ObjectTable:
-    """The callables and bulky values of one graph, each pickled once, by
-    index. The objects are kept alive until the graph is answered, so their
-    id()s stay unique."""
-
-    def __init__(self):
-        self.index_of = {}
-        self.objects = []
-        self.new = []  # pickles not sent yet
-
-    def index(self, obj):
-        i = self.index_of.get(id(obj))
-        if i is None:
-            blob = pickle_dumps(obj)  # by value (cloudpickle) where distributed would
-            i = len(self.objects)
-            self.index_of[id(obj)] = i
-            self.objects.append(obj)
-            self.new.append(blob)
-        return i
-
-    def take_new(self):
-        new, self.new = self.new, []
-        return new
-
-
-class SpecPickler(pickle.Pickler):
-    """Pickles one GraphNode at a time with the C pickler, its callables and
-    bulky values as persistent ids into the ObjectTable (protocol/pickle/splice.go puts them
-    back for the worker)."""
-
-    def __init__(self, table):
-        self._buf = io.BytesIO()
-        super().__init__(self._buf, protocol=5)
-        self._table = table
-        self._types = table_types()
-
-    def persistent_id(self, obj):
-        t = type(obj)
-        if t not in self._types:
-            return None
-        if t in INTERNED_TYPES or (obj.nbytes if t not in (bytes, bytearray) else len(obj)) >= BULKY_MIN_BYTES:
-            return self._table.index(obj)
-        return None
-
-    def spec(self, node):
-        buf = self._buf
-        buf.seek(0)
-        buf.truncate()
-        self.clear_memo()
-        try:
-            self.dump(node)
-        except Exception:
-            # what the plain pickler cannot do (a class defined in __main__,
-            # say) distributed's pickle does, by value and without the table
-            return pickle_dumps(node)
-        return buf.getvalue()
-
-
 def materialize(req):
     """Yields the answer frames of a MaterializeRequest, chunk by chunk."""
     msg = req.msg
@@ -250,34 +158,33 @@ def materialize(req):
         nodes = converted(dsk)
 
     table = ObjectTable()
-    pickler = SpecPickler(table)
-    plain = expected < PLAIN_BELOW_TASKS
+    specs = GraphSpecs(table, plain=expected < PLAIN_BELOW_TASKS)
     # the check compares Go's dask.order with Python's: nothing to compare
     # when neither runs (the client sent internal_priority) or Python's is used
     structure = [] if req.check_order and not ordered else None
     chunk = []
+    # the per-task loop: a task without annotations or dependencies skips
+    # the calls for them (a third of the rows' time on a client.map,
+    # scripts/bench/results/per-message/helper-map/)
+    annotated = bool(global_annotations or annotations_by_type)
     for key, node in nodes:
         key = plain_key(key)
-        deps = [plain_key(d) for d in node.dependencies]
+        deps = node.dependencies
+        deps = [plain_key(d) for d in deps] if deps else []
         kind = type(node).__name__
         if structure is not None:
             structure.append((key, deps, kind))
-        spec = None
-        if plain:
-            spec = pickle_dumps(node)
-            if len(spec) >= BULKY_MIN_BYTES:
-                spec = None  # it may hold a value other tasks share: into the table
-        if spec is None:
-            spec = pickler.spec(node)
+        spec, memo_base = specs.spec(node)
         chunk.append(
             [
                 key,
                 deps,
                 kind,
                 bool(node.data_producer),
-                task_annotations(key, global_annotations, annotations_by_type),
+                task_annotations(key, global_annotations, annotations_by_type) if annotated else None,
                 spec,
                 internal_priority.get(key) if internal_priority else None,
+                memo_base,
             ]
         )
         if len(chunk) >= CHUNK:
@@ -289,7 +196,7 @@ def materialize(req):
         check = check_order(structure, keys, explicit_culling and not culled)
         del structure
     objects = table.take_new()
-    del table, pickler
+    del table, specs
     if expected >= RELEASE_MIN_TASKS:
         release_memory()
     final = {"culled": culled, "explicit_culling": explicit_culling, "ordered": ordered, "check_order": check}

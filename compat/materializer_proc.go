@@ -40,7 +40,8 @@ func (m *Materializer) procSpec() procSpec {
 			"PYTHONHASHSEED="+strconv.FormatUint(uint64(m.cfg.HashSeed), 10)),
 		// materializer.py imports the others; the last source runs as __main__
 		Sources: []pySource{{"helper_wire", helperWireScript}, {"uploads", uploadsPy}, {"helper_feed", helperFeedScript},
-			{"materializer_shuffle", materializerShuffleScript}, {"materializer", materializerScript}},
+			{"materializer_shuffle", materializerShuffleScript}, {"spec_pickling", specPicklingScript},
+			{"materializer", materializerScript}},
 	}
 }
 

@@ -53,6 +53,7 @@ func goodTask(key string) []any {
 	rec[taskAnnotations] = protocol.NewMap("retries", int64(2))
 	rec[taskSpec] = []byte("\x80\x05N.")
 	rec[taskOrder] = int64(3)
+	rec[taskMemoBase] = int64(0)
 	return rec
 }
 
@@ -134,11 +135,13 @@ func TestResponseMalformedTaskFailsTheRequest(t *testing.T) {
 		task any
 		want string
 	}{
-		{"not a list", "task", "not a list of 7 fields"},
-		{"short record", []any{"x"}, "not a list of 7 fields"},
+		{"not a list", "task", "not a list of 8 fields"},
+		{"short record", []any{"x"}, "not a list of 8 fields"},
 		{"bytes key", withField(goodTask("x"), taskKey, []byte("k")), "key"},
 		{"bad deps", withField(goodTask("x"), taskDeps, "x"), "deps of x"},
 		{"float order", withField(goodTask("x"), taskOrder, 1.5), "order of x"},
+		{"no memo base", withField(goodTask("x"), taskMemoBase, nil), "memo_base of x"},
+		{"memo base in the table's range", withField(goodTask("x"), taskMemoBase, int64(1<<30)), "spec of x: malformed task pickle: memo base"},
 		{"no kind", withField(goodTask("x"), taskKind, nil), "kind of x"},
 		{"producer str", withField(goodTask("x"), taskDataProducer, "yes"), "data_producer of x"},
 		{"annotations list", withField(goodTask("x"), taskAnnotations, []any{}), "annotations of x"},

@@ -16,7 +16,8 @@ import (
 
 // TestRunSpecRoundTrip: for graphs covering every kind of run_spec content
 // (testdata/runspec_roundtrip.py), the payloads Go assembles from the
-// helper's persistent-id pickles and its object table load, in a stock
+// helper's pickles (their references to the object table as persistent ids
+// or as gets of a pre-populated memo) and its object table load, in a stock
 // Python, to the very GraphNodes Scheduler.update_graph makes of the same
 // messages (same type, equal, same dependencies, same shared objects) and
 // run to the same results. The shared helper sends every spec through the
@@ -25,16 +26,29 @@ import (
 // bulky ones, and what reaches the worker loads the same.
 func TestRunSpecRoundTrip(t *testing.T) {
 	t.Run("object-table", func(t *testing.T) {
-		tasks, spliced := runSpecRoundTrip(t, sharedMaterializer(t))
-		if spliced == 0 {
-			t.Fatal("no task referred to the object table: the round trip proved nothing about splicing")
+		tasks, spliced, forms := runSpecRoundTrip(t, sharedMaterializer(t))
+		// the memo form for the callables; persistent ids for the bulky
+		// values the memo form cannot catch
+		if forms.memoGets == 0 || forms.persistentIDs == 0 {
+			t.Fatalf("%d tasks, %d spliced, %+v: want references in both forms", tasks, spliced, forms)
 		}
-		t.Logf("%d tasks, %d spliced", tasks, spliced)
+		t.Logf("%d tasks, %d spliced, %+v", tasks, spliced, forms)
+	})
+	t.Run("memo-table-of-2", func(t *testing.T) {
+		// legacy's third distinct callable fills the memo: the rest of
+		// that graph goes with persistent ids, after specs in the memo form
+		m := startMaterializer(t, Config{ChunkTasks: 25, HashSeed: sharedHashSeed,
+			Env: []string{"DASKGO_MATERIALIZER_PLAIN_BELOW=0", "DASKGO_MATERIALIZER_MEMO_TABLE_MAX=2"}})
+		tasks, spliced, forms := runSpecRoundTrip(t, m)
+		if forms.mixedGraphs == 0 {
+			t.Fatalf("%d tasks, %d spliced, %+v: no graph sent both forms", tasks, spliced, forms)
+		}
+		t.Logf("%d tasks, %d spliced, %+v", tasks, spliced, forms)
 	})
 	t.Run("plain-below-100", func(t *testing.T) {
 		m := startMaterializer(t, Config{ChunkTasks: 25, HashSeed: sharedHashSeed,
 			Env: []string{"DASKGO_MATERIALIZER_PLAIN_BELOW=100"}})
-		tasks, spliced := runSpecRoundTrip(t, m)
+		tasks, spliced, _ := runSpecRoundTrip(t, m)
 		// bulky's 53 specs too big to send whole: the 51 holding the
 		// shared 64 KiB blob, the shared array's and the one with its own
 		// 8 KiB; every other task of the five graphs is sent whole
@@ -45,10 +59,16 @@ func TestRunSpecRoundTrip(t *testing.T) {
 	})
 }
 
+// refForms counts the specs' references to the object table by form
+// (pickle.References), and the graphs whose specs used both.
+type refForms struct {
+	persistentIDs, memoGets, mixedGraphs int
+}
+
 // runSpecRoundTrip materializes the test graphs on m and has a stock
-// Python check the payloads; it returns how many tasks there were and how
-// many of them referred to the object table.
-func runSpecRoundTrip(t *testing.T, m *Materializer) (tasks, spliced int) {
+// Python check the payloads; it returns how many tasks there were, how
+// many of them referred to the object table, and in which forms.
+func runSpecRoundTrip(t *testing.T, m *Materializer) (tasks, spliced int, forms refForms) {
 	dir := t.TempDir()
 	if keep := os.Getenv("DASKGO_KEEP_RUNSPEC_DIR"); keep != "" { // for debugging a failure
 		dir = filepath.Join(keep, t.Name())
@@ -83,6 +103,7 @@ func runSpecRoundTrip(t *testing.T, m *Materializer) (tasks, spliced int) {
 		}
 		var specs []any
 		own := 0 // spec bytes held per task, the shared table apart
+		var graph refForms
 		for _, task := range res.Tasks {
 			tasks++
 			ts := task.RunSpec.(*TaskSpec)
@@ -90,6 +111,9 @@ func runSpecRoundTrip(t *testing.T, m *Materializer) (tasks, spliced int) {
 			if ts.table != nil {
 				spliced++
 			}
+			pids, gets := pickle.References(ts.spec)
+			graph.persistentIDs += pids
+			graph.memoGets += gets
 			p, err := task.RunSpec.Payload().PickledObj()
 			if err != nil {
 				t.Fatalf("%s %s: %v", name, task.Key, err)
@@ -98,6 +122,11 @@ func runSpecRoundTrip(t *testing.T, m *Materializer) (tasks, spliced int) {
 				t.Fatalf("%s %s: payload is not self-contained: %d persistent ids, %v", name, task.Key, refs, err)
 			}
 			specs = append(specs, []any{task.Key.Value(), p})
+		}
+		forms.persistentIDs += graph.persistentIDs
+		forms.memoGets += graph.memoGets
+		if graph.persistentIDs > 0 && graph.memoGets > 0 {
+			forms.mixedGraphs++
 		}
 		if name == "bulky" && own > 64<<10 {
 			// 51 tasks share a 64 KiB bytes object: pickled per task they
@@ -117,7 +146,7 @@ func runSpecRoundTrip(t *testing.T, m *Materializer) (tasks, spliced int) {
 		}
 	}
 	t.Log(py("check", dir))
-	return tasks, spliced
+	return tasks, spliced, forms
 }
 
 // TestHelperMemoryReturnsAfterAGraph: after answering a 100k-task graph

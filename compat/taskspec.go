@@ -30,17 +30,18 @@ func (t *objectTable) spliceRoom() int {
 }
 
 // TaskSpec is the run_spec of a task from the helper: its GraphNode pickled
-// with persistent ids for callables, plus the graph's object table. The
-// engine holds this (a few hundred bytes per task) instead of the full
-// pickle; Payload assembles what a worker loads when the task is sent.
+// with references into the graph's object table (pickle.Prepare has
+// renumbered its memo), plus that table. The engine holds this (a few
+// hundred bytes per task) instead of the full pickle; Payload assembles
+// what a worker loads when the task is sent.
 type TaskSpec struct {
 	spec  []byte
-	table *objectTable // nil: spec has no persistent ids and is final
+	table *objectTable // nil: spec has no table references and is final
 }
 
 var _ scheduler.RunSpec = (*TaskSpec)(nil)
 
-// Payload implements scheduler.RunSpec. A spec with persistent ids is
+// Payload implements scheduler.RunSpec. A spec with table references is
 // spliced when its message is encoded (AppendPickle), by the goroutine that
 // writes it, not by the engine that builds the message.
 func (t *TaskSpec) Payload() *protocol.Blob {
@@ -63,9 +64,9 @@ func (t *TaskSpec) AppendPickle(dst []byte) []byte {
 	}
 	out, err := pickle.Splice(dst, t.spec, t.table.objs)
 	if err != nil {
-		// unreachable: graphBuilder.add rejects a spec that Scan finds
-		// malformed, and Splice fails on nothing Scan accepts. Were it
-		// reached, the worker would fail to load the persistent ids and
+		// unreachable: graphBuilder.add rejects a spec that Prepare finds
+		// malformed, and Splice fails on nothing Prepare accepts. Were it
+		// reached, the worker would fail to load the references and
 		// report the task erred, naming the pickle error.
 		return append(dst, t.spec...)
 	}

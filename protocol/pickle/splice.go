@@ -22,6 +22,21 @@ import (
 // inside a task is kept; memo indices after an inserted MEMOIZE are
 // renumbered. FRAME opcodes are dropped (they only delimit read-ahead, and
 // their lengths change).
+//
+// The helper's faster form of the same reference is a memo get: its pickler
+// starts each task with a memo pre-populated with the table's callables at
+// TableMemoBase + their table index, so a callable costs pickle a memo probe
+// instead of a Python persistent_id call for every object of every task.
+// The task's own memo entries are then numbered from the count of
+// pre-populated ones (the memo base, sent with each spec), where a worker's
+// unpickler numbers them from 0: Prepare renumbers them in place, and Splice
+// treats a get of TableMemoBase + i as it treats "<i> BINPERSID".
+
+// TableMemoBase is the memo index of the object table's first entry in a
+// spec pickled with a pre-populated memo (compat/materializer.py
+// TABLE_MEMO_BASE): far above any memo a task's own pickle fills, and
+// within LONG_BINGET's 32 bits.
+const TableMemoBase = 1 << 30
 
 // ErrMalformed wraps every reason a spec pickle is rejected.
 var ErrMalformed = errors.New("malformed task pickle")
@@ -181,14 +196,26 @@ func uintArg(b []byte, o op) (int, bool) {
 	return 0, false
 }
 
-// Scan checks a spec pickle from the helper: well-formed opcodes up to a
-// final STOP, no out-of-band buffers, every BINPERSID preceded by the push
-// of an index below nobjs, and, where there are BINPERSIDs, the memo
-// discipline Splice renumbers (MEMOIZE only, gets of indices already set).
-// It returns how many BINPERSIDs it has; zero means the pickle is already
-// what a worker loads. Splice succeeds on every pickle Scan accepts with
-// refs > 0.
+// Scan is Prepare of a spec without a memo base: it only checks.
 func Scan(spec []byte, nobjs int) (refs int, err error) {
+	return Prepare(spec, nobjs, 0)
+}
+
+// Prepare checks a spec pickle from the helper and, when memoBase > 0,
+// renumbers its own memo gets in place to count from 0 as a worker's
+// unpickler does (so it runs once per spec). It checks well-formed opcodes
+// up to a final STOP, no out-of-band buffers, every BINPERSID preceded by
+// the push of an index below nobjs, every get of the table's memo
+// (TableMemoBase + i) with i below nobjs, and, where there are references
+// to the table or a memo base, the memo discipline Splice renumbers
+// (MEMOIZE only, gets of indices already set). It returns how many table
+// references the spec has; zero means the pickle (renumbered) is already
+// what a worker loads. Splice succeeds on every pickle Prepare accepts with
+// refs > 0.
+func Prepare(spec []byte, nobjs, memoBase int) (refs int, err error) {
+	if memoBase < 0 || memoBase >= TableMemoBase {
+		return 0, fmt.Errorf("%w: memo base %d", ErrMalformed, memoBase)
+	}
 	var prev op
 	memo := 0             // MEMOIZE count so far
 	explicitMemo := false // PUT-style memo opcodes (protocols < 4): Splice cannot renumber them
@@ -221,17 +248,36 @@ func Scan(spec []byte, nobjs int) (refs int, err error) {
 			if o.code == opLongBinGet {
 				idx = int(binary.LittleEndian.Uint32(spec[o.arg:]))
 			}
+			if idx >= TableMemoBase {
+				if idx-TableMemoBase >= nobjs {
+					return 0, fmt.Errorf("%w: memo reference to object %d, the graph has %d objects", ErrMalformed, idx-TableMemoBase, nobjs)
+				}
+				refs++
+				break
+			}
+			if memoBase > 0 {
+				if idx < memoBase {
+					return 0, fmt.Errorf("%w: memo get %d at %d below the memo base %d", ErrMalformed, idx, o.start, memoBase)
+				}
+				idx -= memoBase
+				if o.code == opLongBinGet {
+					binary.LittleEndian.PutUint32(spec[o.arg:], uint32(idx))
+				} else {
+					spec[o.arg] = byte(idx)
+				}
+			}
 			badGet = badGet || idx >= memo
 		case opStop:
 			if o.end != len(spec) {
 				return 0, fmt.Errorf("%w: %d bytes after STOP", ErrMalformed, len(spec)-o.end)
 			}
-			// what Splice needs only matters where it will run
-			if refs > 0 && explicitMemo {
-				return 0, fmt.Errorf("%w: explicit memo opcodes in a pickle with persistent ids", ErrMalformed)
+			// what Splice needs only matters where it will run, or where
+			// the memo was renumbered
+			if (refs > 0 || memoBase > 0) && explicitMemo {
+				return 0, fmt.Errorf("%w: explicit memo opcodes in a pickle with persistent ids or a memo base", ErrMalformed)
 			}
-			if refs > 0 && badGet {
-				return 0, fmt.Errorf("%w: memo get before its MEMOIZE in a pickle with persistent ids", ErrMalformed)
+			if (refs > 0 || memoBase > 0) && badGet {
+				return 0, fmt.Errorf("%w: memo get before its MEMOIZE in a pickle with persistent ids or a memo base", ErrMalformed)
 			}
 			return refs, nil
 		}
@@ -239,9 +285,28 @@ func Scan(spec []byte, nobjs int) (refs int, err error) {
 	}
 }
 
-// Splice returns spec with each "<i> BINPERSID" replaced by
-// pickle.loads(objs[i]), appended to dst. spec must have passed Scan with
-// len(objs) objects.
+// References counts a spec's references to the object table by form:
+// persistent ids, and gets of the table's memo. It stops at the first
+// malformed opcode (a spec Prepare accepted has none).
+func References(spec []byte) (persistentIDs, memoGets int) {
+	for p := 0; ; {
+		o, err := next(spec, p)
+		if err != nil || o.code == opStop {
+			return persistentIDs, memoGets
+		}
+		switch {
+		case o.code == opBinPersID:
+			persistentIDs++
+		case o.code == opLongBinGet && binary.LittleEndian.Uint32(spec[o.arg:]) >= TableMemoBase:
+			memoGets++
+		}
+		p = o.end
+	}
+}
+
+// Splice returns spec with each "<i> BINPERSID" and each get of
+// TableMemoBase + i replaced by pickle.loads(objs[i]), appended to dst. spec
+// must have passed Prepare with len(objs) objects.
 func Splice(dst, spec []byte, objs [][]byte) ([]byte, error) {
 	out := dst
 	// memo maps the spec's memo indices to the output's; loaded holds the
@@ -270,14 +335,7 @@ func Splice(dst, spec []byte, objs [][]byte) ([]byte, error) {
 			if i < 0 || i >= len(objs) {
 				return nil, fmt.Errorf("%w: persistent id %d of %d objects", ErrMalformed, i, len(objs))
 			}
-			if m, ok := findLoaded(loaded, i); ok {
-				out = appendGet(out, m)
-			} else {
-				out = appendLoads(out, objs[i])
-				out = append(out, opMemoize)
-				loaded = append(loaded, loadedObj{i, nextMemo})
-				nextMemo++
-			}
+			out, loaded, nextMemo = appendObject(out, loaded, nextMemo, objs[i], i)
 		case opMemoize:
 			memo = append(memo, nextMemo)
 			nextMemo++
@@ -288,6 +346,14 @@ func Splice(dst, spec []byte, objs [][]byte) ([]byte, error) {
 				idx = uint32(spec[o.arg])
 			} else {
 				idx = binary.LittleEndian.Uint32(spec[o.arg:])
+			}
+			if idx >= TableMemoBase {
+				i := int(idx - TableMemoBase)
+				if i >= len(objs) {
+					return nil, fmt.Errorf("%w: memo reference to object %d of %d", ErrMalformed, i, len(objs))
+				}
+				out, loaded, nextMemo = appendObject(out, loaded, nextMemo, objs[i], i)
+				break
 			}
 			if int(idx) >= len(memo) {
 				return nil, fmt.Errorf("%w: memo get %d before it was set", ErrMalformed, idx)
@@ -308,6 +374,18 @@ func Splice(dst, spec []byte, objs [][]byte) ([]byte, error) {
 		}
 		p = o.end
 	}
+}
+
+// appendObject writes table object i: pickle.loads of its pickle the first
+// time, memoized, and a get of that memo entry after, so the object is one
+// object wherever the task refers to it.
+func appendObject(out []byte, loaded []loadedObj, nextMemo uint32, obj []byte, i int) ([]byte, []loadedObj, uint32) {
+	if m, ok := findLoaded(loaded, i); ok {
+		return appendGet(out, m), loaded, nextMemo
+	}
+	out = appendLoads(out, obj)
+	out = append(out, opMemoize)
+	return out, append(loaded, loadedObj{i, nextMemo}), nextMemo + 1
 }
 
 // loadedObj is an object already loaded in the output, at memo index memo.

@@ -14,7 +14,10 @@ import (
 // spliceCases are made by Python: each a structure pickled with a
 // persistent_id hook over its callables (as the materializer helper does),
 // the table of those callables pickled once each, and the repr of the
-// structure for comparison.
+// structure for comparison; and the same structure pickled the helper's
+// other way, its callables as gets of a memo pre-populated from
+// TableMemoBase, with three more table entries it does not use, so that the
+// memo base differs from the references the pickle makes.
 const makeCases = `
 import io, json, pickle, functools, operator, types
 from distributed.protocol.pickle import dumps as pdumps
@@ -50,6 +53,13 @@ for name, obj in cases.items():
     f = io.BytesIO()
     P(f, table).dump(obj)
     out[name] = {"spec": f.getvalue().hex(), "objs": [pdumps(o).hex() for o in table]}
+    full = table + [functools.partial(print, i) for i in range(3)]
+    f = io.BytesIO()
+    m = pickle.Pickler(f, protocol=5)
+    m.memo = {id(o): ((1 << 30) + i, o) for i, o in enumerate(full)}
+    m.dump(obj)
+    out[name + "~memo"] = {"spec": f.getvalue().hex(), "objs": [pdumps(o).hex() for o in full],
+                           "memo_base": len(full)}
 print(json.dumps(out))
 `
 
@@ -58,8 +68,9 @@ import json, sys, pickle
 from distributed.protocol.pickle import loads
 def inc(x): return x + 1
 got = json.loads(sys.stdin.read())
-for name, h in sorted(got.items()):
+for full_name, h in sorted(got.items()):
     obj = loads(bytes.fromhex(h))
+    name = full_name.removesuffix("~memo")
     def norm(o):
         if callable(o):
             try:
@@ -80,7 +91,7 @@ for name, h in sorted(got.items()):
         shared = [obj[0] is obj[5][0], obj[3] is obj[4], obj[4] is obj[5][1]]
     if name == "many_memo":
         shared = [obj[0] is obj[401]]
-    print(name, json.dumps(norm(obj), sort_keys=True, default=str)[:300], shared)
+    print(full_name, json.dumps(norm(obj), sort_keys=True, default=str)[:300], shared)
 `
 
 func python(t *testing.T, code, stdin string) string {
@@ -95,8 +106,9 @@ func python(t *testing.T, code, stdin string) string {
 }
 
 type spliceCase struct {
-	Spec string   `json:"spec"`
-	Objs []string `json:"objs"`
+	Spec     string   `json:"spec"`
+	Objs     []string `json:"objs"`
+	MemoBase int      `json:"memo_base"`
 }
 
 func decodeHex(t *testing.T, s string) []byte {
@@ -111,7 +123,8 @@ func decodeHex(t *testing.T, s string) []byte {
 // a stock interpreter to the structure that was pickled (callables
 // working), and keeps the sharing of the original: an object referenced
 // twice is one object, including callables and memoized values after a
-// spliced-in load (the memo renumbering, also past 255 entries).
+// spliced-in load (the memo renumbering, also past 255 entries). Both of
+// the helper's forms, persistent ids and table memo gets, load alike.
 func TestSpliceLoadsInPython(t *testing.T) {
 	var cases map[string]spliceCase
 	if err := json.Unmarshal([]byte(python(t, makeCases, "")), &cases); err != nil {
@@ -124,12 +137,16 @@ func TestSpliceLoadsInPython(t *testing.T) {
 		for i, o := range c.Objs {
 			objs[i] = decodeHex(t, o)
 		}
-		refs, err := Scan(spec, len(objs))
+		refs, err := Prepare(spec, len(objs), c.MemoBase)
 		if err != nil {
-			t.Fatalf("%s: scan: %v", name, err)
+			t.Fatalf("%s: prepare: %v", name, err)
 		}
-		if (refs > 0) != (len(objs) > 0) {
-			t.Fatalf("%s: %d persistent ids for %d objects", name, refs, len(objs))
+		used := len(objs)
+		if c.MemoBase > 0 {
+			used -= 3 // the memo form's entries that nothing refers to
+		}
+		if (refs > 0) != (used > 0) {
+			t.Fatalf("%s: %d table references for %d objects used", name, refs, used)
 		}
 		got, err := Splice(nil, spec, objs)
 		if err != nil {
@@ -152,7 +169,11 @@ func TestSpliceLoadsInPython(t *testing.T) {
 	}
 	seen := 0
 	for _, l := range lines {
-		name, _, _ := strings.Cut(l, " ")
+		fullName, _, _ := strings.Cut(l, " ")
+		name := strings.TrimSuffix(fullName, "~memo")
+		if fullName != name {
+			l = name + strings.TrimPrefix(l, fullName)
+		}
 		if name == "many_memo" {
 			if !strings.HasSuffix(l, "[True]") {
 				t.Errorf("many_memo lost sharing past 255 memo entries: %s", l)
@@ -204,6 +225,80 @@ func TestScanRejects(t *testing.T) {
 	}
 }
 
+// TestPrepareRenumbers: a spec's own memo gets count from 0 once Prepare
+// has taken its memo base off, in both widths, the table's gets untouched.
+func TestPrepareRenumbers(t *testing.T) {
+	// PROTO 5, EMPTY_LIST MEMOIZE (the pickler's index 5), BINGET 5,
+	// LONG_BINGET 5, LONG_BINGET TableMemoBase+1, TUPLE3, STOP
+	spec := []byte("\x80\x05]\x94h\x05j\x05\x00\x00\x00j\x01\x00\x00\x40\x87.")
+	refs, err := Prepare(spec, 2, 5)
+	if err != nil || refs != 1 {
+		t.Fatalf("Prepare = %d, %v; want 1 reference", refs, err)
+	}
+	if want := "\x80\x05]\x94h\x00j\x00\x00\x00\x00j\x01\x00\x00\x40\x87."; string(spec) != want {
+		t.Fatalf("renumbered to %q, want %q", spec, want)
+	}
+	got, err := Splice(nil, spec, [][]byte{[]byte("\x80\x05K\x00."), []byte("\x80\x05K\x01.")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "\x80\x05]\x94h\x00h\x00" + string(appendLoads(nil, []byte("\x80\x05K\x01."))) + "\x94\x87."
+	if string(got) != want {
+		t.Fatalf("spliced to %q, want %q", got, want)
+	}
+}
+
+// TestPrepareRejects: what a spec with a memo base can be wrong in.
+func TestPrepareRejects(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		spec     string
+		nobjs    int
+		memoBase int
+		want     string
+	}{
+		{"table reference out of range", "\x80\x05j\x02\x00\x00\x40.", 2, 0, "memo reference to object 2, the graph has 2"},
+		{"get below the base", "\x80\x05]\x94h\x00.", 0, 2, "below the memo base 2"},
+		{"base with explicit memo", "\x80\x02]q\x01h\x01.", 0, 1, "explicit memo"},
+		{"base with get before memoize", "\x80\x05h\x01.", 0, 1, "memo get before"},
+		{"negative base", "\x80\x05N.", 0, -1, "memo base -1"},
+		{"base in the table's range", "\x80\x05N.", 0, TableMemoBase, "memo base"},
+	} {
+		_, err := Prepare([]byte(tc.spec), tc.nobjs, tc.memoBase)
+		if err == nil || !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want ErrMalformed containing %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// FuzzPrepareThenSplice: Prepare never panics, and on whatever it accepts
+// with table references Splice succeeds and leaves a self-contained pickle.
+func FuzzPrepareThenSplice(f *testing.F) {
+	f.Add([]byte("\x80\x05]\x94h\x05j\x05\x00\x00\x00j\x01\x00\x00\x40\x87."), 2, 5)
+	f.Add([]byte("\x80\x05j\x00\x00\x00\x40\x94h\x00\x86."), 1, 0)
+	f.Add([]byte("\x80\x05(K\x01Qj\x00\x00\x00\x40\x94h\x03t."), 2, 3)
+	f.Fuzz(func(t *testing.T, spec []byte, nobjs, memoBase int) {
+		if nobjs < 0 || nobjs > 8 {
+			return
+		}
+		refs, err := Prepare(spec, nobjs, memoBase)
+		if err != nil || refs == 0 {
+			return
+		}
+		objs := make([][]byte, nobjs)
+		for i := range objs {
+			objs[i] = []byte("\x80\x05N.")
+		}
+		out, err := Splice(nil, spec, objs)
+		if err != nil {
+			t.Fatalf("Prepare accepted %q, Splice failed: %v", spec, err)
+		}
+		if n, err := Scan(out, 0); err != nil || n != 0 {
+			t.Fatalf("spliced %q has %d references (%v)", out, n, err)
+		}
+	})
+}
+
 // FuzzScanThenSplice: Scan never panics, and Splice succeeds on whatever
 // Scan accepts with persistent ids (TaskSpec.Payload relies on it).
 func FuzzScanThenSplice(f *testing.F) {
@@ -226,4 +321,44 @@ func FuzzScanThenSplice(f *testing.F) {
 			t.Fatalf("Scan accepted %q, Splice failed: %v", spec, err)
 		}
 	})
+}
+
+// BenchmarkSpliceMapTask: Prepare and Splice of one client.map task's spec
+// (a dask._task_spec.Task calling a module function, as the helper pickles
+// it) in both of the helper's forms, the function in the table.
+func BenchmarkSpliceMapTask(b *testing.B) {
+	const task = "8005955a000000000000008c0f6461736b2e5f7461736b5f73706563948c045461736b94939429819428892891944e4e4e4b0185944b00518c24696e632d3335666234326236663737616163356164653762373166653032653338363864947d947494622e"
+	const taskMemo = "8005955c000000000000008c0f6461736b2e5f7461736b5f73706563948c045461736b94939429819428892891944e4e4e4b0185946a000000408c24696e632d3335666234326236663737616163356164653762373166653032653338363864947d947494622e"
+	objs := [][]byte{[]byte("\x80\x05\x95\x1a\x00\x00\x00\x00\x00\x00\x00\x8c\x0emap_stages_mod\x94\x8c\x03inc\x94\x93\x94.")}
+	for _, form := range []struct {
+		name     string
+		hex      string
+		memoBase int
+	}{{"persistent-ids", task, 0}, {"memo-gets", taskMemo, 1}} {
+		spec, err := hex.DecodeString(form.hex)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(form.name+"/prepare", func(b *testing.B) {
+			work := make([]byte, len(spec))
+			for b.Loop() {
+				copy(work, spec)
+				if _, err := Prepare(work, len(objs), form.memoBase); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		prepared := append([]byte(nil), spec...)
+		if _, err := Prepare(prepared, len(objs), form.memoBase); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(form.name+"/splice", func(b *testing.B) {
+			dst := make([]byte, 0, 512)
+			for b.Loop() {
+				if _, err := Splice(dst[:0], prepared, objs); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -2,7 +2,7 @@
 stage, in one process (no scheduler, no workers): the graph-path benchmark's
 map-20k (`client.map(inc, range(20_000))`) as a stock Client sends it.
 
-    .venv/bin/python scripts/bench/helper_map_stages.py [--tasks 20000] [--calls 9]
+    .venv/bin/python scripts/bench/helper_map_stages.py [--tasks 20000] [--calls 9] [--memo | --gc]
 
 Per stage, the median over --calls calls of its µs per task:
 
@@ -10,17 +10,21 @@ Per stage, the median over --calls calls of its µs per task:
 - `__dask_graph__`: `_MapExpr._layer`, one `Task` per element (distributed's
   and dask's: Python's scheduler runs it in `update_graph`);
 - convert: compat/materializer.py `converted` (convert_legacy_task per node);
-- pickle specs: `SpecPickler.spec` per task (ours around pickle's), then
-  the same tasks with a plain `pickle.Pickler` reused the same way (no
-  persistent ids), with `MemoSpecs` (a prototype: the table's callables as
-  pre-populated memo references), and with `pickle.dumps` per task (what Python's scheduler
-  pays when it sends a task), and `Task.__reduce_ex__` alone (dask's part of
-  any pickling);
+- pickle specs: `GraphSpecs.spec` per task, as materialize pickles them
+  (ours around pickle's: `MemoSpecPickler`, the table's callables as gets of
+  a pre-populated memo), then the same tasks with `SpecPickler` (the
+  table's callables as persistent ids, what the helper used before), with a
+  plain `pickle.Pickler` reused the same way (no table), with `pickle.dumps`
+  per task (what Python's scheduler pays when it sends a task), and
+  `Task.__reduce_ex__` alone (dask's part of any pickling);
 - rows: the answer's per-task row (key, dependencies, kind, data_producer,
   annotations, spec, priority), as `materialize` builds it;
 - pack: `helper_wire.graph_chunk`, the rows to msgpack frames.
 
 And the whole `materialize` on the same request, for the total.
+
+With --memo, instead: the whole `materialize` with the table's callables as
+memo gets (as shipped) and as persistent ids, alternating call by call.
 
 With --gc, instead: the whole `materialize` with Python's cyclic collector
 on and off (as the helper now runs it, compat/materializer.py `handle`),
@@ -48,6 +52,7 @@ from distributed.protocol.serialize import serialize  # noqa: E402
 
 import helper_wire as wire  # noqa: E402
 import materializer  # noqa: E402
+import spec_pickling  # noqa: E402
 
 
 class PlainSpecs(pickle.Pickler):
@@ -63,43 +68,6 @@ class PlainSpecs(pickle.Pickler):
         self.clear_memo()
         self.dump(node)
         return self._buf.getvalue()
-
-
-class _NewCallable(Exception):
-    pass
-
-
-class MemoSpecs(pickle.Pickler):
-    """A prototype, measured only: the object table's callables reach the
-    pickle as memo references instead of persistent ids. The memo is
-    pre-populated with them (indices from 2**30, apart from the task's own),
-    so there is no Python call per pickled object; reducer_override, which
-    pickle calls only for objects it has no fast path for, finds a callable
-    not in the table yet, and the task is pickled again with it. Go's splice
-    does not read this form: a task's own memo indices start after the
-    pre-populated ones and would need renumbering."""
-
-    def __init__(self):
-        self._buf = io.BytesIO()
-        super().__init__(self._buf, protocol=5)
-        self._base: dict = {}
-
-    def reducer_override(self, obj):
-        if type(obj) in materializer.INTERNED_TYPES:
-            raise _NewCallable(obj)
-        return NotImplemented
-
-    def spec(self, node):
-        while True:
-            self._buf.seek(0)
-            self._buf.truncate()
-            self.memo = self._base
-            try:
-                self.dump(node)
-                return self._buf.getvalue()
-            except _NewCallable as e:
-                obj = e.args[0]
-                self._base[id(obj)] = ((1 << 30) + len(self._base), obj)
 
 
 def materialize_request(expr, keys=None):
@@ -135,19 +103,19 @@ def stages(req, n: int) -> dict[str, float]:
     nodes = list(materializer.converted(dsk))
     t["convert"] = c() - t0
     t0 = c()
-    pickler = materializer.SpecPickler(materializer.ObjectTable())
-    specs = [pickler.spec(node) for _, node in nodes]
-    t["pickle specs (SpecPickler)"] = c() - t0
+    graph_specs = spec_pickling.GraphSpecs(spec_pickling.ObjectTable(), plain=False)
+    specs = [graph_specs.spec(node) for _, node in nodes]
+    t["pickle specs (GraphSpecs: MemoSpecPickler)"] = c() - t0
+    t0 = c()
+    pickler = spec_pickling.SpecPickler(spec_pickling.ObjectTable())
+    for _, node in nodes:
+        pickler.spec(node)
+    t["  SpecPickler (persistent ids)"] = c() - t0
     t0 = c()
     plain = PlainSpecs()
     for _, node in nodes:
         plain.spec(node)
-    t["  the same, no persistent ids"] = c() - t0
-    t0 = c()
-    memo = MemoSpecs()
-    for _, node in nodes:
-        memo.spec(node)
-    t["  callables as memo references (prototype)"] = c() - t0
+    t["  a plain Pickler, no table"] = c() - t0
     t0 = c()
     for _, node in nodes:
         pickle.dumps(node, protocol=5)
@@ -160,14 +128,15 @@ def stages(req, n: int) -> dict[str, float]:
     rows = [
         [
             materializer.plain_key(k),
-            [materializer.plain_key(d) for d in node.dependencies],
+            [materializer.plain_key(d) for d in node.dependencies] if node.dependencies else [],
             type(node).__name__,
             bool(node.data_producer),
-            materializer.task_annotations(k, {}, {}),
+            None,  # materialize skips task_annotations when the graph has none
             spec,
             None,
+            memo_base,
         ]
-        for (k, node), spec in zip(nodes, specs)
+        for (k, node), (spec, memo_base) in zip(nodes, specs)
     ]
     t["rows"] = c() - t0
     t0 = c()
@@ -194,26 +163,60 @@ def with_and_without_gc(req, n: int, calls: int) -> None:
     gc.callbacks.append(record)
     res: dict[str, list[float]] = {"on": [], "off": []}
     passes = spent = None
-    for i in range(calls * 2):
-        order = ("on", "off") if (i // 2) % 2 == 0 else ("off", "on")  # the pair's order turns
-        mode = order[i % 2]
+    for mode in alternating(calls, "on", "off"):
         if mode == "off":
             gc.disable()
         events.clear()
-        t0 = time.process_time()
-        for _ in materializer.materialize(req):
-            pass
-        res[mode].append((time.process_time() - t0) / n * 1e6)
+        res[mode].append(materialize_cpu(req, n))
         gc.enable()
         if mode == "on":
             starts = [g for phase, g, _ in events if phase == "start"]
             passes = {g: starts.count(g) for g in sorted(set(starts))}
             spent = sum(b[2] - a[2] for a, b in zip(events[::2], events[1::2])) * 1e3
     gc.callbacks.remove(record)
-    print(f"collector | CPU µs per task, median of {calls} (range)")
+    print_medians(f"collector | CPU µs per task, median of {calls} (range)", res)
+    print(f"a call with the collector on: passes by generation {passes}, {spent:.1f} ms in them")
+
+
+def alternating(calls: int, a: str, b: str):
+    """The modes of 2 * calls calls, a and b alternating, the pair's order
+    turning each pair."""
+    for i in range(calls * 2):
+        order = (a, b) if (i // 2) % 2 == 0 else (b, a)
+        yield order[i % 2]
+
+
+def materialize_cpu(req, n: int) -> float:
+    """One whole materialize of req, in CPU µs per task."""
+    t0 = time.process_time()
+    for _ in materializer.materialize(req):
+        pass
+    return (time.process_time() - t0) / n * 1e6
+
+
+def print_medians(title: str, res: dict[str, list[float]]) -> None:
+    print(title)
     for mode, vals in res.items():
         print(f"{mode} | {statistics.median(vals):.2f} ({min(vals):.2f}–{max(vals):.2f})")
-    print(f"a call with the collector on: passes by generation {passes}, {spent:.1f} ms in them")
+
+
+def memo_against_persistent_ids(req, n: int, calls: int) -> None:
+    """The whole materialize with the table's callables as memo gets (as
+    shipped) and as persistent ids (spec_pickling.MEMO_TABLE_MAX 0, what the
+    helper did before), alternating call by call, the pair's order turning,
+    with the collector off as the helper runs it."""
+    shipped = spec_pickling.MEMO_TABLE_MAX
+    res: dict[str, list[float]] = {"memo gets": [], "persistent ids": []}
+    gc.collect()
+    gc.freeze()
+    for mode in alternating(calls, "memo gets", "persistent ids"):
+        spec_pickling.MEMO_TABLE_MAX = shipped if mode == "memo gets" else 0
+        gc.disable()
+        res[mode].append(materialize_cpu(req, n))
+        gc.enable()
+        gc.collect()
+    spec_pickling.MEMO_TABLE_MAX = shipped
+    print_medians(f"table references | materialize, CPU µs per task, median of {calls} (range)", res)
 
 
 def main() -> None:
@@ -221,10 +224,15 @@ def main() -> None:
     ap.add_argument("--tasks", type=int, default=20_000)
     ap.add_argument("--calls", type=int, default=9)
     ap.add_argument("--gc", action="store_true", help="materialize with the collector on and off instead")
+    ap.add_argument("--memo", action="store_true",
+                    help="materialize with the table's callables as memo gets and as persistent ids instead")
     args = ap.parse_args()
     req = request(args.tasks)
     if args.gc:
         with_and_without_gc(req, args.tasks, args.calls)
+        return
+    if args.memo:
+        memo_against_persistent_ids(req, args.tasks, args.calls)
         return
     runs = [stages(req, args.tasks) for _ in range(args.calls)]
     print(f"stage | µs per task, median of {args.calls} (range)")

@@ -7,10 +7,11 @@ cases (latency_client.py) as a Client would send them.
 Per case and stage, the median over --calls calls of: unpickling the
 expression, `__dask_graph__` (dask's optimization and materialization, which
 Python's scheduler runs too), converting the tasks (compat/materializer.py
-`converted`), and pickling every task's spec two ways: the helper's
-(`SpecPickler`, callables and bulky values by persistent id into one object
-table per graph) and distributed's `dumps` per spec (what Python's scheduler
-does when it sends a task). The two ways alternate, twice each, so a drift of
+`converted`), and pickling every task's spec two ways: through the helper's
+object table, one per graph, as `materialize` pickles the specs of a graph
+that is not sent whole (`GraphSpecs`: callables as gets of a pre-populated
+memo, bulky values by persistent id), and distributed's `dumps` per spec
+(what Python's scheduler does when it sends a task). The two ways alternate, twice each, so a drift of
 the machine shows as a difference between the pairs. Then the helper's whole
 `materialize` per case, with every spec through the object table and with
 small graphs' specs pickled whole (materializer.PLAIN_BELOW_TASKS), alternating
@@ -33,6 +34,7 @@ from dask.base import collections_to_expr  # noqa: E402
 from distributed.protocol.pickle import dumps  # noqa: E402
 
 import materializer  # noqa: E402
+import spec_pickling  # noqa: E402
 from helper_map_stages import materialize_request  # noqa: E402
 
 CASES = {
@@ -55,9 +57,9 @@ def one_call(blob: bytes, mode: str) -> tuple[float, float, float, float, int]:
     nodes = list(materializer.converted(dsk))
     t3 = time.perf_counter()
     if mode == "object table":
-        pickler = materializer.SpecPickler(materializer.ObjectTable())
+        specs = spec_pickling.GraphSpecs(spec_pickling.ObjectTable(), plain=False)
         for _, node in nodes:
-            pickler.spec(node)
+            specs.spec(node)
     else:
         for _, node in nodes:
             dumps(node)
