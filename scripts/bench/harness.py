@@ -253,6 +253,10 @@ def parse_args(argv=None):
                     help="size of the stock-array benchmark (default about 200k tasks; 4 ms per task here)")
     ap.add_argument("--submit-repetitions", type=int, default=1,
                     help="repetitions of the 1M-task submit benchmark (default 1: minutes and GiB on Python)")
+    ap.add_argument("--overhead-schedulers", default="py,go",
+                    help="schedulers of the overhead benchmarks, interleaved in this order (default py,go; "
+                         "go:PATH is another build of ours, for an A/B with zero workers, where stock workers' "
+                         "noise is not in the figures)")
     ap.add_argument("--graph-path-cases", default=",".join(graph_path.DEFAULT_CASES),
                     help=f"with --workloads graph-path: cases of {', '.join(graph_path.CASES)}")
     ap.add_argument("--waiting-cases", default=",".join(waiting.DEFAULT_CASES),
@@ -466,7 +470,7 @@ def main(argv=None) -> int:
             array_tasks=args.array_tasks,
             submit_repetitions=args.submit_repetitions,
             on_record=lambda o: report.write(out, records, series, o, machine, with_plots=False),
-            profile=args.profile)
+            profile=args.profile, schedulers=tuple(k for k in args.overhead_schedulers.split(",") if k))
     if records or over:
         report.write(out, records, series, over, machine)
     failed = [r for r in records + over + paths if not r["ok"]]

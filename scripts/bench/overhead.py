@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import operator
 import os
+import re
 import tempfile
 import time
 import traceback
@@ -193,12 +194,14 @@ def submit_run(kind: str, tmp: Path, smoke: bool, profile: Path | None = None) -
 
 
 def run_all(tmp: Path, smoke: bool, repetitions: int = 1, array_repetitions: int = 1, array_tasks: int | None = None,
-            submit_repetitions: int = 1, on_record=lambda results: None, profile: Path | None = None) -> list[dict]:
-    """Every overhead benchmark for both schedulers, interleaved py, go, py,
-    go, ...: `repetitions` times the zero-worker runs, `array_repetitions`
-    times the stock-array run (18 min per Python run here: 4 stock workers
-    on 2 cores), `submit_repetitions` times the 1M-task submit (minutes and
-    GiB each on the Python scheduler). on_record(results so far) after each
+            submit_repetitions: int = 1, on_record=lambda results: None, profile: Path | None = None,
+            schedulers: tuple[str, ...] = ("py", "go")) -> list[dict]:
+    """Every overhead benchmark for each of schedulers (go:PATH is another
+    build of ours), interleaved, the order turning each repetition (py, go,
+    go, py, ...): `repetitions` times the zero-worker runs,
+    `array_repetitions` times the stock-array run (18 min per Python run
+    here: 4 stock workers on 2 cores), `submit_repetitions` times the
+    1M-task submit (minutes and GiB each on the Python scheduler). on_record(results so far) after each
     run, so that an interrupted run keeps what it measured."""
     results = []
     array = lambda kind, d, smoke, prof: stock_array_run(kind, d, smoke, array_tasks, prof)  # noqa: E731
@@ -206,10 +209,12 @@ def run_all(tmp: Path, smoke: bool, repetitions: int = 1, array_repetitions: int
     steps = [("zero", zero_worker_runs, repetitions), ("array", array, array_repetitions),
              ("submit", submit_run, submit_repetitions)]
     for label, fn, reps in steps:
-        for rep, kind in ((r, k) for r in range(reps) for k in ("py", "go")):
-            d = Path(tempfile.mkdtemp(prefix=f"overhead-{label}-{kind}-{rep}-", dir=tmp))
+        # the order turns each repetition, so neither scheduler always runs first
+        for rep, kind in ((r, k) for r in range(reps) for k in (schedulers if r % 2 == 0 else schedulers[::-1])):
+            name = re.sub(r"[^A-Za-z0-9+._-]", "_", kind)  # go:PATH names a binary
+            d = Path(tempfile.mkdtemp(prefix=f"overhead-{label}-{name}-{rep}-", dir=tmp))
             try:
-                prof = profile / f"{label}-{kind}-{rep}" if profile else None
+                prof = profile / f"{label}-{name}-{rep}" if profile else None
                 got = fn(kind, d, smoke, prof)
                 got = got if isinstance(got, list) else [got]
             except Exception as e:  # noqa: BLE001 - recorded and fails the exit code
