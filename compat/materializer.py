@@ -164,8 +164,7 @@ def materialize(req):
     structure = [] if req.check_order and not ordered else None
     chunk = []
     # the per-task loop: a task without annotations or dependencies skips
-    # the calls for them (a third of the rows' time on a client.map,
-    # scripts/bench/results/per-message/helper-map/)
+    # the calls for them (the rows of a client.map are most of such tasks)
     annotated = bool(global_annotations or annotations_by_type)
     for key, node in nodes:
         key = plain_key(key)
