@@ -332,10 +332,9 @@ func Splice(dst, spec []byte, objs [][]byte) ([]byte, error) {
 			}
 			i, _ := uintArg(out[pending:], op{code: out[pending], arg: 1})
 			out = out[:pending]
-			if i < 0 || i >= len(objs) {
-				return nil, fmt.Errorf("%w: persistent id %d of %d objects", ErrMalformed, i, len(objs))
+			if out, loaded, nextMemo, err = appendObject(out, loaded, nextMemo, objs, i); err != nil {
+				return nil, err
 			}
-			out, loaded, nextMemo = appendObject(out, loaded, nextMemo, objs[i], i)
 		case opMemoize:
 			memo = append(memo, nextMemo)
 			nextMemo++
@@ -348,11 +347,9 @@ func Splice(dst, spec []byte, objs [][]byte) ([]byte, error) {
 				idx = binary.LittleEndian.Uint32(spec[o.arg:])
 			}
 			if idx >= TableMemoBase {
-				i := int(idx - TableMemoBase)
-				if i >= len(objs) {
-					return nil, fmt.Errorf("%w: memo reference to object %d of %d", ErrMalformed, i, len(objs))
+				if out, loaded, nextMemo, err = appendObject(out, loaded, nextMemo, objs, int(idx-TableMemoBase)); err != nil {
+					return nil, err
 				}
-				out, loaded, nextMemo = appendObject(out, loaded, nextMemo, objs[i], i)
 				break
 			}
 			if int(idx) >= len(memo) {
@@ -376,16 +373,20 @@ func Splice(dst, spec []byte, objs [][]byte) ([]byte, error) {
 	}
 }
 
-// appendObject writes table object i: pickle.loads of its pickle the first
-// time, memoized, and a get of that memo entry after, so the object is one
-// object wherever the task refers to it.
-func appendObject(out []byte, loaded []loadedObj, nextMemo uint32, obj []byte, i int) ([]byte, []loadedObj, uint32) {
-	if m, ok := findLoaded(loaded, i); ok {
-		return appendGet(out, m), loaded, nextMemo
+// appendObject writes table object i, whichever form referred to it:
+// pickle.loads of its pickle the first time, memoized, and a get of that
+// memo entry after, so the object is one object wherever the task refers
+// to it.
+func appendObject(out []byte, loaded []loadedObj, nextMemo uint32, objs [][]byte, i int) ([]byte, []loadedObj, uint32, error) {
+	if i < 0 || i >= len(objs) {
+		return nil, nil, 0, fmt.Errorf("%w: reference to table object %d of %d", ErrMalformed, i, len(objs))
 	}
-	out = appendLoads(out, obj)
+	if m, ok := findLoaded(loaded, i); ok {
+		return appendGet(out, m), loaded, nextMemo, nil
+	}
+	out = appendLoads(out, objs[i])
 	out = append(out, opMemoize)
-	return out, append(loaded, loadedObj{i, nextMemo}), nextMemo + 1
+	return out, append(loaded, loadedObj{i, nextMemo}), nextMemo + 1, nil
 }
 
 // loadedObj is an object already loaded in the output, at memo index memo.

@@ -193,38 +193,6 @@ func TestSpliceLoadsInPython(t *testing.T) {
 	}
 }
 
-// TestScanRejects: what the helper could send that is not a usable spec.
-func TestScanRejects(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		spec  string
-		nobjs int
-		want  string
-	}{
-		{"empty", "", 0, "ends without STOP"},
-		{"no stop", "\x80\x05N", 0, "ends without STOP"},
-		{"unknown opcode", "\x80\x05\xff.", 0, "unknown opcode 0xff"},
-		{"length past end", "\x80\x05X\xff\xff\xff\x7fab.", 0, "runs past the end"},
-		{"8-byte length", "\x80\x05\x8e\xff\xff\xff\xff\xff\xff\xff\xff.", 0, "runs past the end"},
-		{"truncated length", "\x80\x05X\x01", 0, "truncated length"},
-		{"trailing bytes", "\x80\x05N.junk", 0, "after STOP"},
-		{"pid without index", "\x80\x05NQ.", 1, "without an index"},
-		{"negative pid", "\x80\x05J\xff\xff\xff\xffQ.", 1, "without an index"},
-		{"pid out of range", "\x80\x05K\x03Q.", 3, "persistent id 3, the graph has 3 objects"},
-		{"out-of-band buffer", "\x80\x05\x97.", 0, "out-of-band buffer"},
-		{"text persid", "\x80\x02P1\nN.", 1, "text PERSID"},
-		{"unterminated line", "\x80\x02I12", 0, "unterminated"},
-		{"explicit memo with pid", "\x80\x02K\x00Qq\x00.", 1, "explicit memo"},
-		{"explicit memo before pid", "\x80\x02Nq\x000K\x00Q.", 1, "explicit memo"},
-		{"get before memoize with pid", "\x80\x05K\x00Qh\x00.", 1, "memo get before"},
-	} {
-		_, err := Scan([]byte(tc.spec), tc.nobjs)
-		if err == nil || !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: %v, want ErrMalformed containing %q", tc.name, err, tc.want)
-		}
-	}
-}
-
 // TestPrepareRenumbers: a spec's own memo gets count from 0 once Prepare
 // has taken its memo base off, in both widths, the table's gets untouched.
 func TestPrepareRenumbers(t *testing.T) {
@@ -248,7 +216,8 @@ func TestPrepareRenumbers(t *testing.T) {
 	}
 }
 
-// TestPrepareRejects: what a spec with a memo base can be wrong in.
+// TestPrepareRejects: what the helper could send that is not a usable spec,
+// with and without a memo base (Scan is Prepare without one).
 func TestPrepareRejects(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -257,6 +226,22 @@ func TestPrepareRejects(t *testing.T) {
 		memoBase int
 		want     string
 	}{
+		{"empty", "", 0, 0, "ends without STOP"},
+		{"no stop", "\x80\x05N", 0, 0, "ends without STOP"},
+		{"unknown opcode", "\x80\x05\xff.", 0, 0, "unknown opcode 0xff"},
+		{"length past end", "\x80\x05X\xff\xff\xff\x7fab.", 0, 0, "runs past the end"},
+		{"8-byte length", "\x80\x05\x8e\xff\xff\xff\xff\xff\xff\xff\xff.", 0, 0, "runs past the end"},
+		{"truncated length", "\x80\x05X\x01", 0, 0, "truncated length"},
+		{"trailing bytes", "\x80\x05N.junk", 0, 0, "after STOP"},
+		{"pid without index", "\x80\x05NQ.", 1, 0, "without an index"},
+		{"negative pid", "\x80\x05J\xff\xff\xff\xffQ.", 1, 0, "without an index"},
+		{"pid out of range", "\x80\x05K\x03Q.", 3, 0, "persistent id 3, the graph has 3 objects"},
+		{"out-of-band buffer", "\x80\x05\x97.", 0, 0, "out-of-band buffer"},
+		{"text persid", "\x80\x02P1\nN.", 1, 0, "text PERSID"},
+		{"unterminated line", "\x80\x02I12", 0, 0, "unterminated"},
+		{"explicit memo with pid", "\x80\x02K\x00Qq\x00.", 1, 0, "explicit memo"},
+		{"explicit memo before pid", "\x80\x02Nq\x000K\x00Q.", 1, 0, "explicit memo"},
+		{"get before memoize with pid", "\x80\x05K\x00Qh\x00.", 1, 0, "memo get before"},
 		{"table reference out of range", "\x80\x05j\x02\x00\x00\x40.", 2, 0, "memo reference to object 2, the graph has 2"},
 		{"get below the base", "\x80\x05]\x94h\x00.", 0, 2, "below the memo base 2"},
 		{"base with explicit memo", "\x80\x02]q\x01h\x01.", 0, 1, "explicit memo"},
@@ -271,9 +256,14 @@ func TestPrepareRejects(t *testing.T) {
 	}
 }
 
-// FuzzPrepareThenSplice: Prepare never panics, and on whatever it accepts
-// with table references Splice succeeds and leaves a self-contained pickle.
+// FuzzPrepareThenSplice: Prepare (and so Scan, Prepare without a memo base)
+// never panics, and on whatever it accepts with table references Splice
+// succeeds (TaskSpec.Payload relies on it) and leaves a self-contained
+// pickle.
 func FuzzPrepareThenSplice(f *testing.F) {
+	f.Add([]byte("\x80\x05\x95\x0b\x00\x00\x00\x00\x00\x00\x00K\x00Q\x94h\x00\x86."), 1, 0)
+	f.Add([]byte("\x80\x05(K\x01K\x00Q\x94h\x00\x94h\x01t."), 2, 0)
+	f.Add([]byte("\x80\x05N."), 0, 0)
 	f.Add([]byte("\x80\x05]\x94h\x05j\x05\x00\x00\x00j\x01\x00\x00\x40\x87."), 2, 5)
 	f.Add([]byte("\x80\x05j\x00\x00\x00\x40\x94h\x00\x86."), 1, 0)
 	f.Add([]byte("\x80\x05(K\x01Qj\x00\x00\x00\x40\x94h\x03t."), 2, 3)
@@ -295,30 +285,6 @@ func FuzzPrepareThenSplice(f *testing.F) {
 		}
 		if n, err := Scan(out, 0); err != nil || n != 0 {
 			t.Fatalf("spliced %q has %d references (%v)", out, n, err)
-		}
-	})
-}
-
-// FuzzScanThenSplice: Scan never panics, and Splice succeeds on whatever
-// Scan accepts with persistent ids (TaskSpec.Payload relies on it).
-func FuzzScanThenSplice(f *testing.F) {
-	f.Add([]byte("\x80\x05\x95\x0b\x00\x00\x00\x00\x00\x00\x00K\x00Q\x94h\x00\x86."), 1)
-	f.Add([]byte("\x80\x05(K\x01K\x00Q\x94h\x00\x94h\x01t."), 2)
-	f.Add([]byte("\x80\x05N."), 0)
-	f.Fuzz(func(t *testing.T, spec []byte, nobjs int) {
-		if nobjs < 0 || nobjs > 8 {
-			return
-		}
-		refs, err := Scan(spec, nobjs)
-		if err != nil || refs == 0 { // TaskSpec only splices pickles with references
-			return
-		}
-		objs := make([][]byte, nobjs)
-		for i := range objs {
-			objs[i] = []byte("\x80\x05N.")
-		}
-		if _, err := Splice(nil, spec, objs); err != nil {
-			t.Fatalf("Scan accepted %q, Splice failed: %v", spec, err)
 		}
 	})
 }
