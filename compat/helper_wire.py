@@ -61,7 +61,7 @@ from distributed.protocol.serialize import ToPickle
 
 WIRE_VERSION = 4
 
-# A task record: [key, deps, kind, data_producer, annotations, spec, order]
+# A task record: [key, deps, kind, data_producer, annotations, spec, order, memo_base]
 TASK_KEY = 0  # the dask key (str, int, float or tuple)
 TASK_DEPS = 1  # list(node.dependencies): the node's frozenset in iteration order
 TASK_KIND = 2  # type(node).__name__: Task, Alias, DataNode, List, ..., P2PBarrierTask

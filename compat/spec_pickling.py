@@ -82,14 +82,29 @@ class ObjectTable:
         return new
 
 
-class SpecPickler(pickle.Pickler):
+class ReusedPickler(pickle.Pickler):
+    """The C pickler over one buffer, both kept from task to task."""
+
+    def __init__(self):
+        self._buf = io.BytesIO()
+        super().__init__(self._buf, protocol=5)
+
+    def pickled(self, node):
+        """node pickled with the memo as the caller set it."""
+        buf = self._buf
+        buf.seek(0)
+        buf.truncate()
+        self.dump(node)
+        return buf.getvalue()
+
+
+class SpecPickler(ReusedPickler):
     """Pickles one GraphNode at a time with the C pickler, its callables and
     bulky values as persistent ids into the ObjectTable (protocol/pickle/splice.go puts them
     back for the worker)."""
 
     def __init__(self, table):
-        self._buf = io.BytesIO()
-        super().__init__(self._buf, protocol=5)
+        super().__init__()
         self._table = table
         self._types = table_types()
 
@@ -102,24 +117,20 @@ class SpecPickler(pickle.Pickler):
         return None
 
     def spec(self, node):
-        buf = self._buf
-        buf.seek(0)
-        buf.truncate()
         self.clear_memo()
         try:
-            self.dump(node)
+            return self.pickled(node)
         except Exception:
             # what the plain pickler cannot do (a class defined in __main__,
             # say) distributed's pickle does, by value and without the table
             return pickle_dumps(node)
-        return buf.getvalue()
 
 
 class _NewCallable(Exception):
     """A callable MemoSpecPickler's memo does not hold yet."""
 
 
-class MemoSpecPickler(pickle.Pickler):
+class MemoSpecPickler(ReusedPickler):
     """Pickles one GraphNode at a time like SpecPickler, faster: the table's
     callables reach the pickle as gets of a memo pre-populated with them (at
     wire.TABLE_MEMO_BASE + their table index), so there is no Python call
@@ -143,8 +154,7 @@ class MemoSpecPickler(pickle.Pickler):
     scripts/bench/results/per-message/helper-map/memo-gets/)."""
 
     def __init__(self, table):
-        self._buf = io.BytesIO()
-        super().__init__(self._buf, protocol=5)
+        super().__init__()
         self._table = table
         self._base = {}  # id(callable) -> (TABLE_MEMO_BASE + table index, callable)
         self.full = False
@@ -156,13 +166,10 @@ class MemoSpecPickler(pickle.Pickler):
 
     def spec(self, node):
         """(pickle, memo base), or None once full."""
-        buf = self._buf
         while True:
-            buf.seek(0)
-            buf.truncate()
             self.memo = self._base
             try:
-                self.dump(node)
+                return self.pickled(node), len(self._base)
             except _NewCallable as e:
                 if len(self._base) >= MEMO_TABLE_MAX:
                     self.full = True
@@ -174,7 +181,6 @@ class MemoSpecPickler(pickle.Pickler):
                 # as SpecPickler: what the plain pickler cannot do,
                 # distributed's pickle does, by value and without the table
                 return pickle_dumps(node), 0
-            return buf.getvalue(), len(self._base)
 
 
 class GraphSpecs:

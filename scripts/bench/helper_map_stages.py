@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import io
 import pickle
 import statistics
 import sys
@@ -53,21 +52,6 @@ from distributed.protocol.serialize import serialize  # noqa: E402
 import helper_wire as wire  # noqa: E402
 import materializer  # noqa: E402
 import spec_pickling  # noqa: E402
-
-
-class PlainSpecs(pickle.Pickler):
-    """SpecPickler's reuse of one pickler and buffer, without persistent ids."""
-
-    def __init__(self):
-        self._buf = io.BytesIO()
-        super().__init__(self._buf, protocol=5)
-
-    def spec(self, node):
-        self._buf.seek(0)
-        self._buf.truncate()
-        self.clear_memo()
-        self.dump(node)
-        return self._buf.getvalue()
 
 
 def materialize_request(expr, keys=None):
@@ -112,9 +96,10 @@ def stages(req, n: int) -> dict[str, float]:
         pickler.spec(node)
     t["  SpecPickler (persistent ids)"] = c() - t0
     t0 = c()
-    plain = PlainSpecs()
+    plain = spec_pickling.ReusedPickler()
     for _, node in nodes:
-        plain.spec(node)
+        plain.clear_memo()
+        plain.pickled(node)
     t["  a plain Pickler, no table"] = c() - t0
     t0 = c()
     for _, node in nodes:

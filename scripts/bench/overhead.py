@@ -201,8 +201,9 @@ def run_all(tmp: Path, smoke: bool, repetitions: int = 1, array_repetitions: int
     go, py, ...): `repetitions` times the zero-worker runs,
     `array_repetitions` times the stock-array run (18 min per Python run
     here: 4 stock workers on 2 cores), `submit_repetitions` times the
-    1M-task submit (minutes and GiB each on the Python scheduler). on_record(results so far) after each
-    run, so that an interrupted run keeps what it measured."""
+    1M-task submit (minutes and GiB each on the Python scheduler).
+    on_record(results so far) after each run, so that an interrupted run
+    keeps what it measured."""
     results = []
     array = lambda kind, d, smoke, prof: stock_array_run(kind, d, smoke, array_tasks, prof)  # noqa: E731
 
