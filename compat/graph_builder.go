@@ -3,6 +3,7 @@ package compat
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"daskgo/compat/order"
@@ -95,15 +96,17 @@ type orderCheck struct {
 	detail     string // the first mismatches, for the log
 }
 
-// finish culls, orders and checks; keys are the update-graph's keys.
-func (b *graphBuilder) finish(keys []protocol.Key) ([]scheduler.GraphTask, orderCheck, error) {
+// finish culls, orders and checks; keys are the update-graph's keys. The
+// graph's keys come back resolved (scheduler.IndexGraph), so that the
+// engine applies the graph without hashing them again.
+func (b *graphBuilder) finish(keys []protocol.Key) ([]scheduler.GraphTask, *scheduler.GraphKeys, orderCheck, error) {
 	var chk orderCheck
 	if b.final == nil {
-		return nil, chk, errors.New("answer ended without its final chunk")
+		return nil, nil, chk, errors.New("answer ended without its final chunk")
 	}
 	g, err := indexGraph(b.tasks)
 	if err != nil {
-		return nil, chk, err
+		return nil, nil, chk, err
 	}
 	if b.final.explicitCulling && !b.final.culled {
 		g = g.cull(keys)
@@ -114,7 +117,7 @@ func (b *graphBuilder) finish(keys []protocol.Key) ([]scheduler.GraphTask, order
 		og.HashSeed = b.hashSeed
 		prio, err := order.Order(og)
 		if err != nil {
-			return nil, chk, fmt.Errorf("dask.order: %w", err)
+			return nil, nil, chk, fmt.Errorf("dask.order: %w", err)
 		}
 		for i := range tasks {
 			tasks[i].Order = prio[i]
@@ -123,7 +126,7 @@ func (b *graphBuilder) finish(keys []protocol.Key) ([]scheduler.GraphTask, order
 	if want := b.final.checkOrder; want != nil {
 		chk = compareOrder(tasks, want)
 	}
-	return tasks, chk, nil
+	return tasks, g.keys, chk, nil
 }
 
 // compareOrder compares Go's priorities with dask.order's.
@@ -149,49 +152,33 @@ func compareOrder(tasks []scheduler.GraphTask, want []int64) orderCheck {
 }
 
 // indexedGraph is a materialized graph with dependencies resolved to
-// positions: dep[depAt[i]:depAt[i+1]] are task i's, -1 for a key the
-// graph does not hold (a dependency the scheduler already knows).
+// positions (keys.Deps(i): task i's, -1 for a key the graph does not hold,
+// a dependency the scheduler already knows).
 type indexedGraph struct {
 	tasks []scheduler.GraphTask
-	pos   map[protocol.Key]int32
-	depAt []int32
-	dep   []int32
+	keys  *scheduler.GraphKeys
 }
 
 // indexGraph resolves every dependency once. A dependency that names a
 // task of the graph is re-pointed at that task's Key string, so the graph
 // holds each key's bytes once.
 func indexGraph(tasks []scheduler.GraphTask) (*indexedGraph, error) {
-	g := &indexedGraph{tasks: tasks, pos: make(map[protocol.Key]int32, len(tasks)), depAt: make([]int32, len(tasks)+1)}
-	for i := range tasks {
-		if _, dup := g.pos[tasks[i].Key]; dup {
-			return nil, fmt.Errorf("key %s appears twice in the graph", tasks[i].Key)
-		}
-		g.pos[tasks[i].Key] = int32(i)
+	keys := scheduler.IndexGraph(tasks)
+	if e := keys.Duplicate(); e >= 0 {
+		return nil, fmt.Errorf("key %s appears twice in the graph", tasks[e].Key)
 	}
-	n := 0
 	for i := range tasks {
-		n += len(tasks[i].Deps)
-	}
-	g.dep = make([]int32, 0, n)
-	for i := range tasks {
-		g.depAt[i] = int32(len(g.dep))
 		deps := tasks[i].Deps
-		for d, k := range deps {
-			j, ok := g.pos[k]
-			if !ok {
-				j = -1
-			} else {
+		for d, j := range keys.Deps(i) {
+			if j >= 0 {
 				deps[d] = tasks[j].Key
 			}
-			g.dep = append(g.dep, j)
 		}
 	}
-	g.depAt[len(tasks)] = int32(len(g.dep))
-	return g, nil
+	return &indexedGraph{tasks: tasks, keys: keys}, nil
 }
 
-func (g *indexedGraph) deps(i int) []int32 { return g.dep[g.depAt[i]:g.depAt[i+1]] }
+func (g *indexedGraph) deps(i int) []int32 { return g.keys.Deps(i) }
 
 // cull mirrors distributed.scheduler._cull for an LLGExpr: keep what the
 // requested keys reach. Tasks keep their graph order (distributed's order
@@ -200,7 +187,7 @@ func (g *indexedGraph) cull(keys []protocol.Key) *indexedGraph {
 	keep := make([]bool, len(g.tasks))
 	work := make([]int32, 0, len(keys))
 	for _, k := range keys {
-		if i, ok := g.pos[k]; ok {
+		if i := g.keys.Lookup(k); i >= 0 {
 			work = append(work, i)
 		}
 	}
@@ -248,18 +235,23 @@ func (g *indexedGraph) orderGraph() *order.Graph {
 		og.Keys[i] = t.Key
 		og.IsTask[i] = t.Kind != "DataNode" // dask.core.istask
 		deps := g.deps(i)
-		for d, j := range deps {
-			if j >= 0 {
-				continue
+		if slices.Contains(deps, -1) {
+			// external keys are numbered in a copy: g.keys goes to the
+			// engine as it is
+			deps = slices.Clone(deps)
+			for d, j := range deps {
+				if j >= 0 {
+					continue
+				}
+				k := t.Deps[d]
+				x, ok := external[k]
+				if !ok {
+					x = int32(len(og.Keys))
+					external[k] = x
+					og.Keys = append(og.Keys, k)
+				}
+				deps[d] = x
 			}
-			k := t.Deps[d]
-			x, ok := external[k]
-			if !ok {
-				x = int32(len(og.Keys))
-				external[k] = x
-				og.Keys = append(og.Keys, k)
-			}
-			deps[d] = x // dep[] is scratch from here on: the engine resolves keys itself
 		}
 		og.Deps[i] = deps
 	}

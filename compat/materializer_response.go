@@ -99,7 +99,7 @@ func (m *Materializer) finishGraph(inc *incarnation, j *job) {
 	}
 	b := j.graph
 	j.graph = nil
-	tasks, chk, err := b.finish(j.req.Keys)
+	tasks, keys, chk, err := b.finish(j.req.Keys)
 	if err != nil {
 		m.fail(j, fmt.Sprintf("materialized graph: %v", err))
 		return
@@ -128,7 +128,7 @@ func (m *Materializer) finishGraph(inc *incarnation, j *job) {
 		}
 	}
 	st := m.result(j)
-	st.Tasks = tasks
+	st.Tasks, st.Keys = tasks, keys
 	m.deliver(st)
 	// after the delivery, off the graph's path (reading /proc costs tens of
 	// µs, a few percent of a small graph's trip through the helper); the

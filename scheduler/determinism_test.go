@@ -25,6 +25,13 @@ func scenario(t *testing.T) [][]byte {
 	}
 	outs = append(outs, s.handle(&RemoveWorker{Worker: addr("w2")}))
 	outs = append(outs, s.handle(&ClientReleasesKeys{Client: "c1", Keys: keys("x-5", "x-6")}))
+	return encodeOutboxes(t, outs)
+}
+
+// encodeOutboxes encodes every message of outs, each prefixed with its
+// peer, workers then clients in address order.
+func encodeOutboxes(t *testing.T, outs []Outbox) [][]byte {
+	t.Helper()
 	var enc [][]byte
 	for _, o := range outs {
 		for _, w := range sortedAddrs(o.Workers) {

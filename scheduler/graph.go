@@ -48,7 +48,7 @@ func (s *State) handleGraphMaterialized(x *GraphMaterialized) {
 		if s.taskMeta != nil {
 			s.taskMetaGraph(p.ug.Keys)
 		}
-		s.applyGraph(p, x.Tasks)
+		s.applyGraph(p, x.Tasks, x.Keys)
 	}
 	s.drainHeld(x.Client)
 }
@@ -69,8 +69,8 @@ func (s *State) drainHeld(client string) {
 }
 
 // applyGraph is update_graph after materialization.
-func (s *State) applyGraph(p *pendingGraph, tasks []GraphTask) {
-	g := newGraphIndex(tasks)
+func (s *State) applyGraph(p *pendingGraph, tasks []GraphTask, keys *GraphKeys) {
+	g := graphIndexFor(tasks, keys)
 	if s.hasLostDependencies(g, p.ug.Keys) {
 		s.report(protocol.NewMap("op", "cancelled-keys", "keys", protocol.Set(keysAny(p.ug.Keys)),
 			"reason", "lost dependencies", "msg", nil), nil, p.ug.Client)
@@ -144,11 +144,10 @@ func keysAny(ks []protocol.Key) []any {
 
 // hasLostDependencies mirrors Scheduler._find_lost_dependencies: a key
 // reachable from keys that is neither in the graph nor known. On the way it
-// resolves the entries of keys and of the reachable tasks' Deps (graphIndex).
+// resolves the entries of keys and, unless the graph came resolved, of the
+// reachable tasks' Deps (graphIndex).
 func (s *State) hasLostDependencies(g *graphIndex, keys []protocol.Key) bool {
-	seen := make([]bool, len(g.tasks))
 	g.keyIdx = make([]int32, len(keys))
-	g.depAt = make([]int32, len(g.tasks))
 	work := make([]int32, 0, len(keys))
 	for n, k := range keys {
 		i := g.lookup(k)
@@ -159,6 +158,13 @@ func (s *State) hasLostDependencies(g *graphIndex, keys []protocol.Key) bool {
 			return true
 		}
 	}
+	if g.resolved && g.external == 0 {
+		return false // every dependency is in the graph
+	}
+	seen := make([]bool, len(g.tasks))
+	if !g.resolved {
+		g.depAt = make([]int32, len(g.tasks))
+	}
 	for len(work) > 0 {
 		i := work[len(work)-1]
 		work = work[:len(work)-1]
@@ -166,10 +172,19 @@ func (s *State) hasLostDependencies(g *graphIndex, keys []protocol.Key) bool {
 			continue
 		}
 		seen[i] = true
-		g.depAt[i] = int32(len(g.deps))
-		for _, d := range g.tasks[i].Deps {
-			j := g.lookup(d)
-			g.deps = append(g.deps, j)
+		at := g.depAt[i]
+		if !g.resolved {
+			at = int32(len(g.deps))
+			g.depAt[i] = at
+		}
+		for n, d := range g.tasks[i].Deps {
+			var j int32
+			if g.resolved {
+				j = g.deps[int(at)+n]
+			} else {
+				j = g.lookup(d)
+				g.deps = append(g.deps, j)
+			}
 			if j >= 0 {
 				if !seen[j] {
 					work = append(work, j)

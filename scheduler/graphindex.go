@@ -8,19 +8,24 @@ import (
 
 // graphIndex is a materialized graph indexed by key. Per-entry slices
 // (seen, touched, tasks) replace per-key maps: with 100k-task graphs every
-// avoided hash lookup counts. Each key is hashed once: hasLostDependencies
-// records where the requested keys and every reachable entry's Deps are
-// (keyIdx, deps), and generateTaskStates reuses those indices.
+// avoided hash lookup counts. Each key is hashed once, where the graph
+// arrives when it comes with its GraphKeys (every dependency already
+// resolved there), else here: hasLostDependencies then records where the
+// reachable entries' Deps are. keyIdx, deps and depAt are what
+// generateTaskStates reads.
 type graphIndex struct {
 	tasks []GraphTask
 	index keyIndex
 	ts    []*TaskState // the TaskState of each entry once generated
 	// keyIdx[n] is the entry of the n-th requested key, -1 if not in the
 	// graph; deps[depAt[i]+d] is the entry of tasks[i].Deps[d] (-1 likewise),
-	// filled for the entries reachable from the requested keys.
-	keyIdx []int32
-	depAt  []int32
-	deps   []int32
+	// for every entry when resolved (from GraphKeys), else filled by
+	// hasLostDependencies for the entries reachable from the requested keys.
+	keyIdx   []int32
+	depAt    []int32
+	deps     []int32
+	resolved bool
+	external int // resolved: how many of deps are -1
 	// seg, when the graph is big enough, holds the tasks it creates
 	// (taskTable.adoptSegment), found through index
 	seg *tableSegment
@@ -29,36 +34,121 @@ type graphIndex struct {
 }
 
 func newGraphIndex(tasks []GraphTask) *graphIndex {
-	g := &graphIndex{tasks: tasks, index: makeKeyIndex(len(tasks)), ts: make([]*TaskState, len(tasks)),
-		hash: make([]uint32, len(tasks))}
-	slots := g.index.slots
+	index, hash, _ := indexKeys(tasks)
+	return &graphIndex{tasks: tasks, index: index, hash: hash, ts: make([]*TaskState, len(tasks))}
+}
+
+// graphIndexFor is tasks' graphIndex: from keys when they index this very
+// slice, else made here.
+func graphIndexFor(tasks []GraphTask, keys *GraphKeys) *graphIndex {
+	if keys == nil || !keys.indexes(tasks) {
+		return newGraphIndex(tasks)
+	}
+	return &graphIndex{tasks: tasks, index: keys.index, hash: keys.hash, depAt: keys.depAt, deps: keys.dep,
+		resolved: true, external: keys.external, ts: make([]*TaskState, len(tasks))}
+}
+
+// indexKeys hashes every key of tasks once into a keyIndex. A repeated key
+// takes the slot of its first entry and the last entry wins, as a map
+// assignment does; dup is the first entry that repeats an earlier key, -1
+// if none.
+func indexKeys(tasks []GraphTask) (index keyIndex, hash []uint32, dup int32) {
+	index, hash, dup = makeKeyIndex(len(tasks)), make([]uint32, len(tasks)), -1
+	slots := index.slots
 	mask := len(slots) - 1
 	for e := range tasks {
 		k := tasks[e].Key
 		h := keyIndexHash(k)
-		g.hash[e] = uint32(h)
+		hash[e] = uint32(h)
 		tag := h & keyTagMask
 		for i := int(h) & mask; ; i = (i + 1) & mask {
-			// a repeated key takes the slot of its first entry: the last
-			// entry wins, as a map assignment does
-			if sl := slots[i]; sl == 0 || sl&keyTagMask == tag && tasks[int(uint32(sl))-1].Key == k {
+			sl := slots[i]
+			if sl == 0 {
 				slots[i] = tag | uint64(uint32(e+1))
+				break
+			}
+			if sl&keyTagMask == tag && tasks[int(uint32(sl))-1].Key == k {
+				slots[i] = tag | uint64(uint32(e+1))
+				if dup < 0 {
+					dup = int32(e)
+				}
 				break
 			}
 		}
 	}
-	return g
+	return index, hash, dup
+}
+
+// GraphKeys is a graph's keys resolved once, where the graph arrives (the
+// materializer's answer in compat, the simulator's graphs): every key
+// hashed into an index, every dependency found in it. compat culls and
+// orders with it, and the engine applies the graph with it instead of
+// hashing every key and probing for every dependency a second time: key
+// probes at the edge, entries inside. Read-only once made (the engine may
+// keep its index for a big graph's tasks, tableSegment).
+type GraphKeys struct {
+	tasks []GraphTask
+	index keyIndex
+	hash  []uint32 // uint32(keyIndexHash(tasks[e].Key))
+	depAt []int32  // dep[depAt[e]:depAt[e+1]] are the entries of tasks[e].Deps
+	dep   []int32  // -1: a key the graph does not hold
+	// external counts the -1s of dep: with none, no dependency can be lost
+	external int
+	dup      int32
+}
+
+// IndexGraph resolves tasks' keys and dependencies.
+func IndexGraph(tasks []GraphTask) *GraphKeys {
+	index, hash, dup := indexKeys(tasks)
+	k := &GraphKeys{tasks: tasks, index: index, hash: hash, dup: dup, depAt: make([]int32, len(tasks)+1)}
+	n := 0
+	for i := range tasks {
+		n += len(tasks[i].Deps)
+	}
+	k.dep = make([]int32, 0, n)
+	for i := range tasks {
+		k.depAt[i] = int32(len(k.dep))
+		for _, d := range tasks[i].Deps {
+			j := k.Lookup(d)
+			if j < 0 {
+				k.external++
+			}
+			k.dep = append(k.dep, j)
+		}
+	}
+	k.depAt[len(tasks)] = int32(len(k.dep))
+	return k
+}
+
+// Lookup returns key's entry, or -1 (the last entry of a repeated key).
+func (k *GraphKeys) Lookup(key protocol.Key) int32 {
+	return k.index.lookup(k.tasks, key)
+}
+
+// Deps are the entries of tasks[e].Deps, -1 for a key outside the graph;
+// read-only.
+func (k *GraphKeys) Deps(e int) []int32 { return k.dep[k.depAt[e]:k.depAt[e+1]:k.depAt[e+1]] }
+
+// Duplicate is the first entry whose key an earlier entry has, or -1.
+func (k *GraphKeys) Duplicate() int32 { return k.dup }
+
+// indexes reports whether k was made for this very slice of tasks.
+func (k *GraphKeys) indexes(tasks []GraphTask) bool {
+	return len(k.tasks) == len(tasks) && (len(tasks) == 0 || &k.tasks[0] == &tasks[0])
 }
 
 // lookup returns k's entry, or -1.
-func (g *graphIndex) lookup(k protocol.Key) int32 {
+func (g *graphIndex) lookup(k protocol.Key) int32 { return g.index.lookup(g.tasks, k) }
+
+// lookup returns k's entry among tasks, the keys x indexes, or -1.
+func (x *keyIndex) lookup(tasks []GraphTask, k protocol.Key) int32 {
 	h := keyIndexHash(k)
-	for it := g.index.probe(h); ; {
+	for it := x.probe(h); ; {
 		e, ok := it.next()
 		if !ok {
 			return -1
 		}
-		if g.tasks[e].Key == k {
+		if tasks[e].Key == k {
 			return e
 		}
 	}

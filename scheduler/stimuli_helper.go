@@ -71,7 +71,10 @@ type GraphMaterialized struct {
 	RequestID int64
 	Client    string
 	Tasks     []GraphTask
-	Err       *ErrorInfo
+	// Keys: Tasks' keys and dependencies resolved where the graph was
+	// received (IndexGraph), or nil for the engine to resolve them.
+	Keys *GraphKeys
+	Err  *ErrorInfo
 }
 
 // ErrorInfo is an exception as distributed ships it: Exception and

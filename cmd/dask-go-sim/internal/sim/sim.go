@@ -315,8 +315,12 @@ func (s *Sim) start() {
 		s.failed = fmt.Errorf("sim: update-graph gave %d helper requests, want 1", len(out.Helper))
 		return
 	}
+	// resolved here, as compat resolves a materialized graph's keys
+	// before the engine sees it (a replay then applies it as the real
+	// scheduler's engine does)
+	tasks := s.graphTasks()
 	s.handle(&scheduler.GraphMaterialized{Base: s.base(0), RequestID: out.Helper[0].ID,
-		Client: s.client, Tasks: s.graphTasks()})
+		Client: s.client, Tasks: tasks, Keys: scheduler.IndexGraph(tasks)})
 	if s.cfg.Stealing {
 		s.scheduleTick(evStealTick, 0, s.cfg.StealInterval)
 	}
