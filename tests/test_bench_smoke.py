@@ -217,6 +217,19 @@ def test_heartbeat_floor_answers_every_heartbeat(tmp_path):
     assert f"{rec['idle_cpu_pct']:,.2f}" in row, row
 
 
+def test_many_workers_table_lists_every_build():
+    """Two builds of ours (go:PATH kinds, no Python run) each get a row of
+    the many-workers table, the second with its ratios to the first."""
+    import many_workers
+
+    runs = json.loads((ROOT / "scripts/bench/results/graph-keys/many-workers-1000-ab.json").read_text())
+    md = many_workers.markdown(runs["results"], [runs["machine"]])
+    rows = [line for line in md.splitlines() if line.startswith("| 1,000 | go:")]
+    assert [r.split(" | ")[1] for r in rows] == ["go:/tmp/p54/sched-before", "go:/tmp/p54/sched-after"], rows
+    assert rows[0].endswith("| – | – |"), rows[0]
+    assert rows[1].endswith("| 0.96 | 1.01 |"), rows[1]
+
+
 def test_run_interleaved_turns_the_order_each_repetition(tmp_path):
     """The kinds of a case run in the listed order on even repetitions and
     in reverse on odd ones (the second run of a round is often the slower,

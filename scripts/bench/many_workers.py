@@ -264,6 +264,11 @@ def targets(med: dict) -> list[str]:
     return out
 
 
+def kind_rank(kind: str) -> int:
+    """Python's scheduler first, the floor last, builds of ours between."""
+    return 0 if kind == "py" else 2 if kind == heartbeat_floor.KIND else 1
+
+
 def markdown(results: list[dict], machines: list[dict]) -> str:
     med = medians(results)
     mib = 2**20
@@ -282,17 +287,21 @@ def markdown(results: list[dict], machines: list[dict]) -> str:
         "| map wall s | spread wall s | workers used | peak RSS MiB (Go + helper) | map CPU × | RSS × |",
         "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
+    # every scheduler that ran, in the order of the runs (go:PATH builds
+    # too); ratios are against Python's scheduler, or else the first build
+    kinds = list(dict.fromkeys(k for _, k in sorted(med, key=lambda nk: kind_rank(nk[1]))))
     for n in sorted({n for n, _ in med}):
-        for kind in ("py", "go", heartbeat_floor.KIND):
+        base_kind = "py" if (n, "py") in med else next((k for k in kinds if (n, k) in med), None)
+        for kind in kinds:
             m = med.get((n, kind))
             if m is None:
                 continue
-            py = med.get((n, "py"))
+            py = med.get((n, base_kind)) if kind != base_kind else None
             if kind == heartbeat_floor.KIND:
                 idle = (f"{fmt(m['idle_cpu_pct'], 1, 2)} ({fmt(m['idle_user_pct'], 1, 2)} user + "
                         f"{fmt(m['idle_sys_pct'], 1, 2)} sys)")
                 per = rss = "–"
-            elif kind == "go":
+            elif kind.startswith("go"):
                 idle = f"{fmt(m['idle_cpu_pct'], 1, 2)} ({fmt(m['idle_go_pct'], 1, 2)} + {fmt(m['idle_helper_pct'], 1, 2)})"
                 per = (f"{fmt(m['map_cpu_us_per_task'])} ({fmt(m['map_go_us_per_task'])} + "
                        f"{fmt(m['map_helper_us_per_task'])})")
@@ -302,7 +311,7 @@ def markdown(results: list[dict], machines: list[dict]) -> str:
                 idle, per, rss = fmt(m["idle_cpu_pct"], 1, 2), fmt(m["map_cpu_us_per_task"]), fmt(m["peak_rss_bytes"], mib, 0)
 
             def ratio(f):
-                if kind != "go" or not py or not py.get(f) or m.get(f) is None:
+                if not kind.startswith("go") or not py or not py.get(f) or m.get(f) is None:
                     return "–"
                 return f"{m[f] / py[f]:.2f}"
 
