@@ -8,11 +8,11 @@ import (
 
 // graphIndex is a materialized graph indexed by key. Per-entry slices
 // (seen, touched, tasks) replace per-key maps: with 100k-task graphs every
-// avoided hash lookup counts. Each key is hashed once, where the graph
-// arrives when it comes with its GraphKeys (every dependency already
-// resolved there), else here: hasLostDependencies then records where the
-// reachable entries' Deps are. keyIdx, deps and depAt are what
-// generateTaskStates reads.
+// avoided hash lookup counts. Each key is hashed once: where the graph
+// arrived, when it comes with its GraphKeys (which also resolved every
+// dependency), or else here, and then hasLostDependencies records the
+// entries of the reachable tasks' Deps. generateTaskStates reads keyIdx,
+// deps and depAt.
 type graphIndex struct {
 	tasks []GraphTask
 	index keyIndex
