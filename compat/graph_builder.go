@@ -126,7 +126,7 @@ func (b *graphBuilder) finish(keys []protocol.Key) ([]scheduler.GraphTask, *sche
 	if want := b.final.checkOrder; want != nil {
 		chk = compareOrder(tasks, want)
 	}
-	return tasks, g.keys, chk, nil
+	return tasks, g.GraphKeys, chk, nil
 }
 
 // compareOrder compares Go's priorities with dask.order's.
@@ -152,11 +152,11 @@ func compareOrder(tasks []scheduler.GraphTask, want []int64) orderCheck {
 }
 
 // indexedGraph is a materialized graph with dependencies resolved to
-// positions (keys.Deps(i): task i's, -1 for a key the graph does not hold,
-// a dependency the scheduler already knows).
+// positions (Deps(i): task i's, -1 for a key the graph does not hold, a
+// dependency the scheduler already knows).
 type indexedGraph struct {
 	tasks []scheduler.GraphTask
-	keys  *scheduler.GraphKeys
+	*scheduler.GraphKeys
 }
 
 // indexGraph resolves every dependency once. A dependency that names a
@@ -175,10 +175,8 @@ func indexGraph(tasks []scheduler.GraphTask) (*indexedGraph, error) {
 			}
 		}
 	}
-	return &indexedGraph{tasks: tasks, keys: keys}, nil
+	return &indexedGraph{tasks: tasks, GraphKeys: keys}, nil
 }
-
-func (g *indexedGraph) deps(i int) []int32 { return g.keys.Deps(i) }
 
 // cull mirrors distributed.scheduler._cull for an LLGExpr: keep what the
 // requested keys reach. Tasks keep their graph order (distributed's order
@@ -187,7 +185,7 @@ func (g *indexedGraph) cull(keys []protocol.Key) *indexedGraph {
 	keep := make([]bool, len(g.tasks))
 	work := make([]int32, 0, len(keys))
 	for _, k := range keys {
-		if i := g.keys.Lookup(k); i >= 0 {
+		if i := g.Lookup(k); i >= 0 {
 			work = append(work, i)
 		}
 	}
@@ -200,7 +198,7 @@ func (g *indexedGraph) cull(keys []protocol.Key) *indexedGraph {
 		}
 		keep[i] = true
 		kept++
-		for _, j := range g.deps(int(i)) {
+		for _, j := range g.Deps(int(i)) {
 			if j >= 0 && !keep[j] {
 				work = append(work, j)
 			}
@@ -234,10 +232,10 @@ func (g *indexedGraph) orderGraph() *order.Graph {
 		t := &g.tasks[i]
 		og.Keys[i] = t.Key
 		og.IsTask[i] = t.Kind != "DataNode" // dask.core.istask
-		deps := g.deps(i)
+		deps := g.Deps(i)
 		if slices.Contains(deps, -1) {
-			// external keys are numbered in a copy: g.keys goes to the
-			// engine as it is
+			// external keys are numbered in a copy: the GraphKeys go to the
+			// engine as they are
 			deps = slices.Clone(deps)
 			for d, j := range deps {
 				if j >= 0 {

@@ -144,13 +144,12 @@ func keysAny(ks []protocol.Key) []any {
 
 // hasLostDependencies mirrors Scheduler._find_lost_dependencies: a key
 // reachable from keys that is neither in the graph nor known. On the way it
-// resolves the entries of keys and, unless the graph came resolved, of the
-// reachable tasks' Deps (graphIndex).
+// records the entries of keys (graphIndex.keyIdx).
 func (s *State) hasLostDependencies(g *graphIndex, keys []protocol.Key) bool {
 	g.keyIdx = make([]int32, len(keys))
 	work := make([]int32, 0, len(keys))
 	for n, k := range keys {
-		i := g.lookup(k)
+		i := g.Lookup(k)
 		g.keyIdx[n] = i
 		if i >= 0 {
 			work = append(work, i)
@@ -158,13 +157,10 @@ func (s *State) hasLostDependencies(g *graphIndex, keys []protocol.Key) bool {
 			return true
 		}
 	}
-	if g.resolved && g.external == 0 {
+	if g.external == 0 {
 		return false // every dependency is in the graph
 	}
 	seen := make([]bool, len(g.tasks))
-	if !g.resolved {
-		g.depAt = make([]int32, len(g.tasks))
-	}
 	for len(work) > 0 {
 		i := work[len(work)-1]
 		work = work[:len(work)-1]
@@ -172,24 +168,12 @@ func (s *State) hasLostDependencies(g *graphIndex, keys []protocol.Key) bool {
 			continue
 		}
 		seen[i] = true
-		at := g.depAt[i]
-		if !g.resolved {
-			at = int32(len(g.deps))
-			g.depAt[i] = at
-		}
-		for n, d := range g.tasks[i].Deps {
-			var j int32
-			if g.resolved {
-				j = g.deps[int(at)+n]
-			} else {
-				j = g.lookup(d)
-				g.deps = append(g.deps, j)
-			}
+		for n, j := range g.Deps(int(i)) {
 			if j >= 0 {
 				if !seen[j] {
 					work = append(work, j)
 				}
-			} else if s.tasks.get(d) == nil {
+			} else if s.tasks.get(g.tasks[i].Deps[n]) == nil {
 				return true
 			}
 		}
@@ -269,9 +253,8 @@ func (s *State) generateTaskStates(keys []protocol.Key, g *graphIndex) (wanted, 
 			wanted = append(wanted, ts)
 		}
 		if spec != nil {
-			at := g.depAt[i]
-			for n, d := range spec.Deps {
-				stack = append(stack, keyRef{d, g.deps[int(at)+n]})
+			for n, j := range g.Deps(int(i)) {
+				stack = append(stack, keyRef{spec.Deps[n], j})
 			}
 		}
 	}
@@ -281,10 +264,10 @@ func (s *State) generateTaskStates(keys []protocol.Key, g *graphIndex) (wanted, 
 		if ts == nil || collisions[spec.Key] {
 			continue
 		}
-		at := g.depAt[i]
-		for n, d := range spec.Deps {
+		for n, j := range g.Deps(i) {
+			d := spec.Deps[n]
 			var dts *TaskState
-			if j := g.deps[int(at)+n]; j >= 0 && g.ts[j] != nil {
+			if j >= 0 && g.ts[j] != nil {
 				dts = g.ts[j]
 			} else {
 				dts = s.tasks.get(d)

@@ -6,46 +6,29 @@ import (
 	"daskgo/protocol"
 )
 
-// graphIndex is a materialized graph indexed by key. Per-entry slices
-// (seen, touched, tasks) replace per-key maps: with 100k-task graphs every
-// avoided hash lookup counts. Each key is hashed once: where the graph
-// arrived, when it comes with its GraphKeys (which also resolved every
-// dependency), or else here, and then hasLostDependencies records the
-// entries of the reachable tasks' Deps. generateTaskStates reads keyIdx,
-// deps and depAt.
+// graphIndex is a materialized graph being applied: its GraphKeys (each
+// key hashed once, every dependency resolved to an entry, where the graph
+// arrived or else when the engine gets it) and what applying it finds per
+// entry. Per-entry slices replace per-key maps: with 100k-task graphs
+// every avoided hash lookup counts.
 type graphIndex struct {
-	tasks []GraphTask
-	index keyIndex
-	ts    []*TaskState // the TaskState of each entry once generated
+	*GraphKeys
+	ts []*TaskState // the TaskState of each entry once generated
 	// keyIdx[n] is the entry of the n-th requested key, -1 if not in the
-	// graph; deps[depAt[i]+d] is the entry of tasks[i].Deps[d] (-1 likewise),
-	// for every entry when resolved (from GraphKeys), else filled by
-	// hasLostDependencies for the entries reachable from the requested keys.
-	keyIdx   []int32
-	depAt    []int32
-	deps     []int32
-	resolved bool
-	external int // resolved: how many of deps are -1
+	// graph (hasLostDependencies)
+	keyIdx []int32
 	// seg, when the graph is big enough, holds the tasks it creates
-	// (taskTable.adoptSegment), found through index
+	// (taskTable.adoptSegment), found through the GraphKeys' index
 	seg *tableSegment
-	// hash[e] is uint32(keyIndexHash(tasks[e].Key)), the task's keyHash
-	hash []uint32
 }
 
-func newGraphIndex(tasks []GraphTask) *graphIndex {
-	index, hash, _ := indexKeys(tasks)
-	return &graphIndex{tasks: tasks, index: index, hash: hash, ts: make([]*TaskState, len(tasks))}
-}
-
-// graphIndexFor is tasks' graphIndex: from keys when they index this very
-// slice, else made here.
+// graphIndexFor is tasks' graphIndex, over keys when they were made for
+// this very slice; otherwise the keys are resolved here.
 func graphIndexFor(tasks []GraphTask, keys *GraphKeys) *graphIndex {
 	if keys == nil || !keys.indexes(tasks) {
-		return newGraphIndex(tasks)
+		keys = IndexGraph(tasks)
 	}
-	return &graphIndex{tasks: tasks, index: keys.index, hash: keys.hash, depAt: keys.depAt, deps: keys.dep,
-		resolved: true, external: keys.external, ts: make([]*TaskState, len(tasks))}
+	return &graphIndex{GraphKeys: keys, ts: make([]*TaskState, len(tasks))}
 }
 
 // indexKeys hashes every key of tasks once into a keyIndex. A repeated key
@@ -84,8 +67,9 @@ func indexKeys(tasks []GraphTask) (index keyIndex, hash []uint32, dup int32) {
 // hashed into an index, every dependency found in it. compat culls and
 // orders with it, and the engine applies the graph with it instead of
 // hashing every key and probing for every dependency a second time: key
-// probes at the edge, entries inside. Read-only once made (the engine may
-// keep its index for a big graph's tasks, tableSegment).
+// probes at the edge, entries inside. A graph that comes without one (the
+// engine's tests) gets one when the engine applies it. Read-only once made
+// (the engine may keep its index for a big graph's tasks, tableSegment).
 type GraphKeys struct {
 	tasks []GraphTask
 	index keyIndex
@@ -136,9 +120,6 @@ func (k *GraphKeys) Duplicate() int32 { return k.dup }
 func (k *GraphKeys) indexes(tasks []GraphTask) bool {
 	return len(k.tasks) == len(tasks) && (len(tasks) == 0 || &k.tasks[0] == &tasks[0])
 }
-
-// lookup returns k's entry, or -1.
-func (g *graphIndex) lookup(k protocol.Key) int32 { return g.index.lookup(g.tasks, k) }
 
 // lookup returns k's entry among tasks, the keys x indexes, or -1.
 func (x *keyIndex) lookup(tasks []GraphTask, k protocol.Key) int32 {

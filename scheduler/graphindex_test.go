@@ -11,41 +11,12 @@ import (
 	"daskgo/protocol"
 )
 
-// The graph's key index answers as a map from key to its last entry would,
-// for keys in the graph (some repeated) and keys not in it.
-func TestGraphIndexMatchesAMap(t *testing.T) {
-	rng := rand.New(rand.NewPCG(5, 6))
-	for _, n := range []int{0, 1, 7, 100, 5000} {
-		var tasks []GraphTask
-		ref := map[protocol.Key]int32{}
-		for i := range n {
-			k := protocol.Key(fmt.Sprintf("k-%d", rng.IntN(n+n/4+1)))
-			tasks = append(tasks, GraphTask{Key: k})
-			ref[k] = int32(i)
-		}
-		g := newGraphIndex(tasks)
-		if len(g.index.slots) < 2*n {
-			t.Fatalf("n=%d: %d slots, more than half full", n, len(g.index.slots))
-		}
-		for k, e := range ref {
-			if got := g.lookup(k); got != e {
-				t.Fatalf("n=%d: lookup(%q) = %d, want %d (the last entry)", n, k, got, e)
-			}
-		}
-		for i := range 200 {
-			if k := protocol.Key(fmt.Sprintf("absent-%d", i)); g.lookup(k) != -1 {
-				t.Fatalf("n=%d: lookup of absent key %q = %d", n, k, g.lookup(k))
-			}
-		}
-	}
-}
-
 // A slot whose tag matches but whose entry holds another key (two keys
 // whose hashes share an upper half) is passed over by lookup and by a
 // segment's get, and so is a segment entry whose task is gone.
 func TestKeyIndexSkipsCandidatesOfOtherKeys(t *testing.T) {
 	tasks := []GraphTask{{Key: "a"}, {Key: "b"}, {Key: "c"}}
-	g := newGraphIndex(tasks)
+	g := IndexGraph(tasks)
 	// rebuild the slots so that "a"'s home holds a forged slot: a's tag,
 	// entry of "b"; "a" itself one slot further on
 	h := keyIndexHash("a")
@@ -54,7 +25,7 @@ func TestKeyIndexSkipsCandidatesOfOtherKeys(t *testing.T) {
 	home := int(h) & mask
 	g.index.slots[home] = h&keyTagMask | 2 // entry 1 ("b") under a's tag
 	g.index.slots[(home+1)&mask] = h&keyTagMask | 1
-	if got := g.lookup("a"); got != 0 {
+	if got := g.Lookup("a"); got != 0 {
 		t.Fatalf("lookup(a) past a forged candidate = %d, want 0", got)
 	}
 
@@ -73,11 +44,12 @@ func TestKeyIndexSkipsCandidatesOfOtherKeys(t *testing.T) {
 }
 
 // IndexGraph resolves as a map from key to its last entry would: every
-// key, every dependency (-1 outside the graph, counted as external), and
-// the first entry that repeats a key.
+// key in the graph (some repeated) and none outside it, every dependency
+// (-1 outside the graph, counted as external), and the first entry that
+// repeats a key; its index is at most half full.
 func TestIndexGraphResolvesEveryDependency(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
-	for _, n := range []int{0, 1, 9, 300, 4000} {
+	for _, n := range []int{0, 1, 7, 100, 300, 5000} {
 		tasks := make([]GraphTask, n)
 		ref := map[protocol.Key]int32{}
 		dup := int32(-1)
@@ -100,10 +72,17 @@ func TestIndexGraphResolvesEveryDependency(t *testing.T) {
 			}
 		}
 		g := IndexGraph(tasks)
+		if len(g.index.slots) < 2*n {
+			t.Fatalf("n=%d: %d slots, more than half full", n, len(g.index.slots))
+		}
 		eq(t, g.Duplicate(), dup, fmt.Sprintf("n=%d: first repeated entry", n))
 		eq(t, g.external, external, fmt.Sprintf("n=%d: external dependencies", n))
 		for k, e := range ref {
-			eq(t, g.Lookup(k), e, fmt.Sprintf("n=%d: Lookup(%s)", n, k))
+			eq(t, g.Lookup(k), e, fmt.Sprintf("n=%d: Lookup(%s) (the last entry)", n, k))
+		}
+		for i := range 200 {
+			k := protocol.Key(fmt.Sprintf("absent-%d", i))
+			eq(t, g.Lookup(k), -1, fmt.Sprintf("n=%d: Lookup of absent key %s", n, k))
 		}
 		for i := range tasks {
 			deps := g.Deps(i)

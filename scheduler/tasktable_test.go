@@ -102,12 +102,12 @@ func TestTaskTableSegmentsMatchAMap(t *testing.T) {
 			for range 40 + rng.IntN(60) {
 				g = append(g, GraphTask{Key: key()}) // repeats: the last entry wins
 			}
-			idx := newGraphIndex(g)
+			idx := IndexGraph(g)
 			sg := tt.adoptSegment(idx.index, len(g))
 			segments++
 			for i := range g {
 				k := g[i].Key
-				if idx.lookup(k) == int32(i) && ref[k] == nil {
+				if idx.Lookup(k) == int32(i) && ref[k] == nil {
 					ts := keyedTask(k)
 					tt.adopt(sg, int32(i), ts)
 					ref[k] = ts
