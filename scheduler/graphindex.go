@@ -136,7 +136,7 @@ func (x *keyIndex) lookup(tasks []GraphTask, k protocol.Key) int32 {
 }
 
 // keyIndex maps keys to entries (0 .. n-1) of something that holds the keys
-// (a graph's tasks, then a segment's tasks), filled by newGraphIndex: a slot is the key's hash's upper
+// (a graph's tasks, then a segment's tasks), filled by indexKeys: a slot is the key's hash's upper
 // half beside entry+1, and the key is compared in the holder only where
 // that half matches. It holds no key itself, so a segment that outlives
 // some of its tasks pins none of their keys, and it takes 16 bytes per

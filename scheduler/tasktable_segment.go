@@ -8,8 +8,8 @@ import (
 )
 
 // tableSegment holds, for State.tasks, the tasks one big graph created,
-// found through the key index applyGraph built for the graph anyway
-// (graphIndex.index). Adopting it instead of putting each new task in the
+// found through the key index the graph's GraphKeys hold anyway
+// (GraphKeys.index). Adopting it instead of putting each new task in the
 // slots saves, per task of a big graph, an insert and a delete in a table
 // of a million slots, each a cache miss (about a tenth of the engine's CPU
 // per task on the 1M-task tree, in the simulator's profile).
