@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import operator
 import os
-import re
 import tempfile
 import time
 import traceback
 from pathlib import Path
 
-from procs import Sampler, Scheduler, Workers, ZeroWorkers, wait_for
+from procs import Sampler, Scheduler, Workers, ZeroWorkers, path_label, wait_for
 
 SIZES = {  # smoke, full
     "independent": (500, 100_000),
@@ -212,7 +211,7 @@ def run_all(tmp: Path, smoke: bool, repetitions: int = 1, array_repetitions: int
     for label, fn, reps in steps:
         # the order turns each repetition, so neither scheduler always runs first
         for rep, kind in ((r, k) for r in range(reps) for k in (schedulers if r % 2 == 0 else schedulers[::-1])):
-            name = re.sub(r"[^A-Za-z0-9+._-]", "_", kind)  # go:PATH names a binary
+            name = path_label(kind)  # go:PATH names a binary
             d = Path(tempfile.mkdtemp(prefix=f"overhead-{label}-{name}-{rep}-", dir=tmp))
             try:
                 prof = profile / f"{label}-{name}-{rep}" if profile else None

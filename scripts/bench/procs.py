@@ -80,7 +80,8 @@ def resolve_config(name: str) -> tuple[str, dict[str, str]]:
 
 
 def path_label(config: str) -> str:
-    """A configuration's name as a file name's part (NAME@PATH holds slashes)."""
+    """A configuration's or scheduler's name as a file name's part (NAME@PATH and go:PATH hold
+    slashes)."""
     return re.sub(r"[^A-Za-z0-9+._-]", "_", config)
 
 
@@ -175,7 +176,7 @@ def run_interleaved(tmp: Path, name: str, cases: list[str], repetitions: int, ki
         for case in cases:
             order = tuple(kinds(case, rep))
             for kind in order if rep % 2 == 0 else order[::-1]:
-                label = re.sub(r"[^A-Za-z0-9+._-]", "_", kind)  # go:PATH names a binary
+                label = path_label(kind)  # go:PATH names a binary
                 d = Path(tempfile.mkdtemp(prefix=f"{name}-{case}-{label}-{rep}-", dir=tmp))
                 prof = profile / f"{case}-{label}-{rep}" if profile else None
                 rec = run(case, kind, d, prof)
