@@ -90,14 +90,14 @@ func (s *State) applyGraph(p *pendingGraph, tasks []GraphTask, keys *GraphKeys) 
 		s.tasks.sizeFor(len(tasks))
 	}
 	s.nextGraphEpoch()
-	wanted, touched, fresh := s.generateTaskStates(p.ug.Keys, g)
+	gen := s.graphGeneration(p)
+	wanted, touched, existing := s.generateTaskStates(p, g, gen)
 	if g.seg != nil {
 		s.tasks.settle(g.seg)
 	}
-	for _, i := range fresh {
-		s.applyAnnotations(g.ts[i], &g.tasks[i])
-	}
-	s.setPriorities(p, g)
+	// reached memory or erred since the tasks were made: until one does,
+	// only the tasks that existed before the graph can be in either
+	done := s.doneEntered
 	s.clientDesiresTasks(wanted, p.ug.Client)
 	s.markActors(p)
 
@@ -114,12 +114,14 @@ func (s *State) applyGraph(p *pendingGraph, tasks []GraphTask, keys *GraphKeys) 
 	for _, ts := range released {
 		s.recommend(ts, StatusWaiting)
 	}
-	for _, ts := range touched {
-		for _, dts := range ts.dependencies.Items() {
-			if dts.blame() != nil {
-				ts.setBlame(dts.blame())
-				s.recommend(ts, StatusErred)
-				break
+	if blameReachable(existing) {
+		for _, ts := range touched {
+			for _, dts := range ts.dependencies.Items() {
+				if dts.blame() != nil {
+					ts.setBlame(dts.blame())
+					s.recommend(ts, StatusErred)
+					break
+				}
 			}
 		}
 	}
@@ -127,11 +129,35 @@ func (s *State) applyGraph(p *pendingGraph, tasks []GraphTask, keys *GraphKeys) 
 		s.hookUpdateGraph(p.ug.Client, p.ug.Keys, touched)
 	}
 	s.runTransitions()
-	for _, ts := range touched {
+	report := existing
+	if s.doneEntered != done {
+		report = touched
+	}
+	for _, ts := range report {
 		if ts.state == StatusMemory || ts.state == StatusErred {
 			s.reportOnKey(ts, p.ug.Client)
 		}
 	}
+}
+
+// blameReachable reports whether a task of the graph can depend on one
+// that carries exception_blame. The graph's new tasks carry none, and a
+// new task's dependencies are new or among the tasks that existed (the
+// walk reaches them); so only an existing task or one of its dependencies
+// can. Checking those few spares the common graph a pass over every task
+// and its dependencies' rare fields, each a cache miss on a big graph.
+func blameReachable(existing []*TaskState) bool {
+	for _, ts := range existing {
+		if ts.blame() != nil {
+			return true
+		}
+		for _, dts := range ts.dependencies.Items() {
+			if dts.blame() != nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func keysAny(ks []protocol.Key) []any {
@@ -188,10 +214,19 @@ type keyRef struct {
 }
 
 // generateTaskStates mirrors SchedulerState._generate_taskstates: get or
-// create the tasks reachable from keys, then wire dependency edges. It
-// returns the requested tasks, every touched task, and the graph entries
-// that created new tasks. g must have been through hasLostDependencies.
-func (s *State) generateTaskStates(keys []protocol.Key, g *graphIndex) (wanted, touched []*TaskState, fresh []int32) {
+// create the tasks reachable from the graph's keys, then wire dependency
+// edges. It returns the requested tasks, every touched task, and those of
+// the touched that existed before the graph (in the order touched). g must
+// have been through hasLostDependencies.
+//
+// A new task gets its annotations and its priority (generation gen) as it
+// is made, which update_graph does in two later passes over the graph
+// (_apply_annotations, _set_priorities): each sets only the task's own
+// fields, so doing it while the task is still in the cache gives the same
+// state without two more passes over a big graph's tasks, each a cache
+// miss per task. The tasks that existed get their priority afterwards.
+func (s *State) generateTaskStates(p *pendingGraph, g *graphIndex, gen float64) (wanted, touched, existing []*TaskState) {
+	keys := p.ug.Keys
 	stack := make([]keyRef, len(keys))
 	for n, k := range keys {
 		stack[n] = keyRef{k, g.keyIdx[n]}
@@ -202,7 +237,7 @@ func (s *State) generateTaskStates(keys []protocol.Key, g *graphIndex) (wanted, 
 	// sized for the common graph: every key requested and new
 	wanted = make([]*TaskState, 0, len(keys))
 	touched = make([]*TaskState, 0, len(g.tasks))
-	fresh = make([]int32, 0, len(g.tasks))
+	var existingIdx []int32 // graph entries of the touched tasks that existed
 	for len(stack) > 0 {
 		r := stack[len(stack)-1]
 		k, i := r.k, r.i
@@ -223,16 +258,17 @@ func (s *State) generateTaskStates(keys []protocol.Key, g *graphIndex) (wanted, 
 			// the graph does not create: skip a lookup per task
 			ts = s.tasks.get(k)
 		}
+		made := false
 		switch {
 		case ts == nil && spec == nil:
 			continue // unreachable: lost dependencies were checked
 		case ts == nil && g.seg != nil && inGraph:
 			ts = s.makeTask(k, g.hash[i], spec, StatusReleased)
 			s.tasks.adopt(g.seg, i, ts)
-			fresh = append(fresh, i)
+			made = true
 		case ts == nil:
 			ts = s.newTask(k, spec, StatusReleased)
-			fresh = append(fresh, i)
+			made = true
 		case ts.epoch == s.graphEpoch:
 			if requested {
 				wanted = append(wanted, ts)
@@ -243,6 +279,15 @@ func (s *State) generateTaskStates(keys []protocol.Key, g *graphIndex) (wanted, 
 		case spec != nil && !sameDeps(ts, spec):
 			collisions[k] = true
 			s.logf(LogWarn, k, "", "", "different run_spec for key %s between two update_graph calls; keeping the first", k)
+		}
+		if made {
+			s.applyAnnotations(ts, spec)
+			s.setPriority(p, ts, spec, gen)
+		} else {
+			existing = append(existing, ts)
+			if inGraph {
+				existingIdx = append(existingIdx, i)
+			}
 		}
 		if inGraph {
 			g.ts[i] = ts
@@ -258,32 +303,37 @@ func (s *State) generateTaskStates(keys []protocol.Key, g *graphIndex) (wanted, 
 			}
 		}
 	}
+	for _, i := range existingIdx {
+		if ts := g.ts[i]; !ts.hasPriority {
+			s.setPriority(p, ts, &g.tasks[i], gen)
+		}
+	}
 	for i := range g.tasks { // graph order, not map order: deterministic edges
-		spec := &g.tasks[i]
 		ts := g.ts[i]
-		if ts == nil || collisions[spec.Key] {
+		if ts == nil || (len(collisions) > 0 && collisions[g.tasks[i].Key]) {
 			continue
 		}
+		// the entry's GraphTask is read only for a dependency outside the
+		// graph: the resolved entries already name the others' tasks
 		for n, j := range g.Deps(i) {
-			d := spec.Deps[n]
 			var dts *TaskState
 			if j >= 0 && g.ts[j] != nil {
 				dts = g.ts[j]
 			} else {
-				dts = s.tasks.get(d)
+				dts = s.tasks.get(g.tasks[i].Deps[n])
 			}
 			if dts == nil {
-				s.logf(LogWarn, spec.Key, "", "", "dependency %s of %s is unknown; edge dropped", d, spec.Key)
+				s.logf(LogWarn, g.tasks[i].Key, "", "", "dependency %s of %s is unknown; edge dropped", g.tasks[i].Deps[n], g.tasks[i].Key)
 				continue
 			}
 			if dts == ts {
-				s.logf(LogWarn, spec.Key, "", "", "task %s depends on itself; edge dropped", spec.Key)
+				s.logf(LogWarn, g.tasks[i].Key, "", "", "task %s depends on itself; edge dropped", g.tasks[i].Key)
 				continue
 			}
 			ts.addDependency(dts)
 		}
 	}
-	return wanted, touched, fresh
+	return wanted, touched, existing
 }
 
 func sameDeps(ts *TaskState, spec *GraphTask) bool {
@@ -302,38 +352,36 @@ func sameDeps(ts *TaskState, spec *GraphTask) bool {
 	return true
 }
 
-// setPriorities mirrors SchedulerState._set_priorities.
-func (s *State) setPriorities(p *pendingGraph, g *graphIndex) {
+// graphGeneration is the generation SchedulerState._set_priorities gives
+// the graph's tasks: the submitting task's priority nudged ahead, or a new
+// generation once fifo_timeout has passed since the last one.
+func (s *State) graphGeneration(p *pendingGraph) float64 {
 	fifo := p.ug.FifoTimeout.Seconds()
 	start := float64(p.start.UnixNano()) / 1e9
-	var generation float64
 	var sts *TaskState
 	if p.ug.SubmittingTask != nil {
 		sts = s.tasks.get(*p.ug.SubmittingTask)
 	}
 	switch {
 	case sts != nil && sts.hasPriority:
-		generation = sts.priority[0] - 0.01
+		return sts.priority[0] - 0.01
 	case p.ug.SubmittingTask != nil:
-		generation = s.generation // super-task already cleaned up
+		return s.generation // super-task already cleaned up
 	case s.lastTime+fifo < start:
 		s.generation++
-		generation = s.generation
 		s.lastTime = start
-	default:
-		generation = s.generation
 	}
-	for i, ts := range g.ts { // the touched tasks that are in the graph
-		gt := &g.tasks[i]
-		if ts == nil || ts.hasPriority {
-			continue
-		}
-		prio := p.ug.UserPriority
-		if a := gt.Annotations; a != nil && a.HasPriority {
-			prio = a.Priority
-		}
-		ts.setPriority(priority{-prio, generation, float64(gt.Order)})
+	return s.generation
+}
+
+// setPriority is _set_priorities for one task of the graph, from its
+// entry gt: (-user priority, generation, dask.order's position).
+func (s *State) setPriority(p *pendingGraph, ts *TaskState, gt *GraphTask, gen float64) {
+	prio := p.ug.UserPriority
+	if a := gt.Annotations; a != nil && a.HasPriority {
+		prio = a.Priority
 	}
+	ts.setPriority(priority{-prio, gen, float64(gt.Order)})
 }
 
 // markActors applies update-graph's actors field: true = every requested

@@ -214,6 +214,28 @@ func TestGenerationBumpsAfterFifoTimeout(t *testing.T) {
 	eq(t, s.Task(k("sub")).priority[1], p1[0]-0.01, "sub-task generation")
 }
 
+// A task that existed without a priority (scattered data) gets one from
+// the first graph that names it, as _set_priorities gives every task of the
+// graph whose priority is None; the graph's new tasks get theirs as they
+// are made, the existing ones after the walk.
+func TestGraphGivesExistingTaskItsPriority(t *testing.T) {
+	s := newTestState(t, withWorkers("w1:1"))
+	s.handle(&UpdateData{Client: "c1", WhoHas: map[protocol.Key][]string{k("x"): {addr("w1")}},
+		NBytes: map[protocol.Key]int64{k("x"): 8}})
+	if s.Task(k("x")).hasPriority {
+		t.Fatal("scattered data has a priority before any graph names it")
+	}
+	x, y := task("x"), task("y", "x")
+	x.Order, y.Order = 7, 8
+	s.submit("c1", []GraphTask{x, y}, "y")
+	px, py := s.Task(k("x")), s.Task(k("y"))
+	if !px.hasPriority || !py.hasPriority {
+		t.Fatalf("priorities set: x %v, y %v", px.hasPriority, py.hasPriority)
+	}
+	eq(t, px.priority, priority{0, py.priority[1], 7}, "x's priority: the graph's generation, its own order")
+	eq(t, py.priority[2], 8.0, "y's order")
+}
+
 func TestIdentity(t *testing.T) {
 	s := newTestState(t, withWorkers("w1:2"))
 	id := s.Identity(-1)

@@ -58,6 +58,9 @@ type State struct {
 
 	generation float64
 	lastTime   float64
+	// doneEntered counts transitions into memory or erred (setState): a
+	// graph's new tasks can be in neither until it moves (applyGraph)
+	doneEntered uint64
 
 	runIDs     int64    // TaskState._run_id_iterator
 	runs       runIndex // processing tasks by run id (runindex.go)

@@ -268,6 +268,9 @@ func (s *State) setState(ts *TaskState, st Status) {
 	ts.prefix.states[st]++
 	ts.prefix.stateTotals[st]++
 	ts.state = st
+	if st == StatusMemory || st == StatusErred {
+		s.doneEntered++
+	}
 }
 
 func (s *State) getNBytes(ts *TaskState) int64 {
