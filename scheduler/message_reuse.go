@@ -55,6 +55,9 @@ func (s *State) MessagesWritten() {
 // written moves the written messages into free, up to the bound, and
 // drops sent's pointers to them.
 func (l *reuseList[T]) written() {
+	if len(l.sent) == 0 {
+		return // most Handles send one or two of the three kinds
+	}
 	if room := messageReuseMax - len(l.free); room > 0 {
 		l.free = append(l.free, l.sent[:min(room, len(l.sent))]...)
 	}
