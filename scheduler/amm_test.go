@@ -22,7 +22,7 @@ func ammReplicas(t *testing.T, opts ...option) *tstate {
 
 func removed(out Outbox, w string) []protocol.Key {
 	var got []protocol.Key
-	for _, m := range msgsOp(out.Workers[addr(w)], "remove-replicas") {
+	for _, m := range msgsOp(out.Workers.Of(addr(w)), "remove-replicas") {
 		got = append(got, m.Get("keys").([]protocol.Key)...)
 	}
 	return got

@@ -59,11 +59,11 @@ func benchSubmitFinish(b *testing.B, sat float64, n int, progress bool) {
 		pending := make([]*protocol.Map, 0, 64)
 		pendingTo := make([]string, 0, 64)
 		collect := func(o Outbox) {
-			for w, msgs := range o.Workers {
-				for _, m := range msgs {
+			for _, p := range o.Workers {
+				for _, m := range p.Msgs {
 					if m.Get("op") == "compute-task" {
 						pending = append(pending, m)
-						pendingTo = append(pendingTo, w)
+						pendingTo = append(pendingTo, p.Peer)
 					}
 				}
 			}

@@ -86,11 +86,11 @@ func TestEventLogSubscribersAndBound(t *testing.T) {
 	s.handle(&AddClient{Client: "c2"})
 	s.handle(&SubscribeTopic{Topic: "t", Client: "c2"})
 	out := s.handle(&LogEvent{Topics: []string{"t", "u"}, Msg: "hello"})
-	ev := msgsOp(out.Clients["c2"], "event")
+	ev := msgsOp(out.Clients.Of("c2"), "event")
 	eq(t, len(ev), 1, "events to the subscriber")
 	eq(t, ev[0].Get("topic").(string), "t", "topic")
 	eq(t, ev[0].Get("event").([]any)[1].(string), "hello", "payload")
-	eq(t, len(out.Clients["c1"]), 0, "no event to a non-subscriber")
+	eq(t, len(out.Clients.Of("c1")), 0, "no event to a non-subscriber")
 	s.handle(&LogEvent{Topics: []string{"t"}, Msg: "two"})
 	s.handle(&LogEvent{Topics: []string{"t"}, Msg: "three"})
 	evs := s.Events("t")
@@ -99,7 +99,7 @@ func TestEventLogSubscribersAndBound(t *testing.T) {
 	eq(t, s.AllEvents().Len(), 2, "topics with events")
 	s.handle(&UnsubscribeTopic{Topic: "t", Client: "c2"})
 	out = s.handle(&LogEvent{Topics: []string{"t"}, Msg: "four"})
-	eq(t, len(out.Clients["c2"]), 0, "no event after unsubscribe")
+	eq(t, len(out.Clients.Of("c2")), 0, "no event after unsubscribe")
 	eq(t, len(s.Events("nope")), 0, "unknown topic")
 }
 

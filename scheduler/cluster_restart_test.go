@@ -11,13 +11,13 @@ func TestRestartForgetsEverythingAndTellsClients(t *testing.T) {
 	out := s.handle(&Restart{})
 	eq(t, s.NumTasks(), 0, "tasks after restart")
 	for _, c := range []string{"c1", "c2"} {
-		if len(msgsOp(out.Clients[c], "restart")) != 1 {
-			t.Errorf("client %s got %v, want one restart", c, out.Clients[c])
+		if len(msgsOp(out.Clients.Of(c), "restart")) != 1 {
+			t.Errorf("client %s got %v, want one restart", c, out.Clients.Of(c))
 		}
 	}
 	freed := 0
-	for _, msgs := range out.Workers {
-		freed += len(msgsOp(msgs, "free-keys"))
+	for _, p := range out.Workers {
+		freed += len(msgsOp(p.Msgs, "free-keys"))
 	}
 	if freed == 0 {
 		t.Fatalf("no free-keys sent to workers holding or running tasks: %v", out.Workers)

@@ -24,7 +24,7 @@ func consumerPlacement(t *testing.T, m mode) string {
 	done("w2", "small", 8)
 	out := sm.submit("c1", []GraphTask{task("c", "big", "small")}, "c")
 	for _, w := range []string{"w1", "w2"} {
-		for _, msg := range msgsOp(out.Workers[addr(w)], "compute-task") {
+		for _, msg := range msgsOp(out.Workers.Of(addr(w)), "compute-task") {
 			if msgKey(msg) == "c" {
 				return w
 			}

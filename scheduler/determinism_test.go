@@ -34,8 +34,8 @@ func encodeOutboxes(t *testing.T, outs []Outbox) [][]byte {
 	t.Helper()
 	var enc [][]byte
 	for _, o := range outs {
-		for _, w := range sortedAddrs(o.Workers) {
-			for _, m := range o.Workers[w] {
+		for _, w := range sortedAddrs(t, o.Workers) {
+			for _, m := range o.Workers.Of(w) {
 				frames, err := protocol.Encode(m, nil)
 				if err != nil {
 					t.Fatalf("encode %v: %v", protocol.String(m), err)
@@ -43,8 +43,8 @@ func encodeOutboxes(t *testing.T, outs []Outbox) [][]byte {
 				enc = append(enc, append([]byte(w), bytes.Join(frames, nil)...))
 			}
 		}
-		for _, c := range sortedAddrs(o.Clients) {
-			for _, m := range o.Clients[c] {
+		for _, c := range sortedAddrs(t, o.Clients) {
+			for _, m := range o.Clients.Of(c) {
 				frames, err := protocol.Encode(m, nil)
 				if err != nil {
 					t.Fatalf("encode %v: %v", protocol.String(m), err)
@@ -56,10 +56,18 @@ func encodeOutboxes(t *testing.T, outs []Outbox) [][]byte {
 	return enc
 }
 
-func sortedAddrs(m map[string][]*protocol.Map) []string {
+// sortedAddrs lists the peers of l in address order, failing t when one
+// is listed twice (an Outbox holds each peer once).
+func sortedAddrs(t *testing.T, l Peers) []string {
+	t.Helper()
 	var out []string
-	for a := range m {
-		out = append(out, a)
+	seen := map[string]bool{}
+	for _, p := range l {
+		if seen[p.Peer] {
+			t.Fatalf("peer %s listed twice in one outbox", p.Peer)
+		}
+		seen[p.Peer] = true
+		out = append(out, p.Peer)
 	}
 	for i := 1; i < len(out); i++ {
 		for j := i; j > 0 && out[j] < out[j-1]; j-- {

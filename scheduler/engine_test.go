@@ -17,7 +17,7 @@ func TestSubmitComputeFinishKeyInMemory(t *testing.T) {
 
 	out = s.finish("w1", "inc-1")
 	s.wantStatus("inc-1", "memory")
-	msgs := out.Clients["c1"]
+	msgs := out.Clients.Of("c1")
 	eq(t, len(msgs), 1, "client messages")
 	eqSlice(t, fieldNames(msgs[0]), []string{"op", "key", "type"}, "key-in-memory fields")
 	eq(t, string(msgs[0].Get("type").([]byte)), "pickled-int", "type forwarded")
@@ -98,7 +98,7 @@ func TestDependencyChainSendsWhoHas(t *testing.T) {
 	out = s.finish(holder, "b")
 	// a is no longer needed: released (kept as a task while b exists)
 	s.wantStatus("a", "released")
-	eqSlice(t, keyStrings(msgsOp(out.Workers[addr(holder)], "free-keys")[0].Get("keys")), []string{"a"}, "free-keys a")
+	eqSlice(t, keyStrings(msgsOp(out.Workers.Of(addr(holder)), "free-keys")[0].Get("keys")), []string{"a"}, "free-keys a")
 	s.finish(holder, "c")
 	s.wantStatus("c", "memory")
 	s.wantStatus("b", "released")
@@ -118,7 +118,7 @@ func TestReleaseFreesEveryHolderIncludingAddKeys(t *testing.T) {
 	}
 	s.finish(holder, "x")
 	out := s.handle(&AddKeys{Worker: addr(other), Keys: keys("x", "unknown")})
-	rr := msgsOp(out.Workers[addr(other)], "remove-replicas")
+	rr := msgsOp(out.Workers.Of(addr(other)), "remove-replicas")
 	eq(t, len(rr), 1, "remove-replicas for the unknown key")
 	eqSlice(t, keyStrings(rr[0].Get("keys")), []string{"unknown"}, "remove-replicas keys")
 	eqSlice(t, fieldNames(rr[0]), []string{"op", "keys", "stimulus_id"}, "remove-replicas fields")
@@ -127,7 +127,7 @@ func TestReleaseFreesEveryHolderIncludingAddKeys(t *testing.T) {
 	out = s.handle(&ClientReleasesKeys{Client: "c1", Keys: keys("x")})
 	s.wantStatus("x", "forgotten")
 	for _, w := range []string{"w1", "w2"} {
-		fk := msgsOp(out.Workers[addr(w)], "free-keys")
+		fk := msgsOp(out.Workers.Of(addr(w)), "free-keys")
 		eq(t, len(fk), 1, "free-keys to "+w)
 		eqSlice(t, fieldNames(fk[0]), []string{"op", "keys", "stimulus_id"}, "free-keys fields")
 	}
@@ -140,7 +140,7 @@ func TestErrorReachesClientAndDependents(t *testing.T) {
 	s.wantStatus("a", "erred")
 	s.wantStatus("b", "erred")
 	s.wantStatus("c", "erred")
-	te := msgsOp(out.Clients["c1"], "task-erred")
+	te := msgsOp(out.Clients.Of("c1"), "task-erred")
 	got := map[string]bool{}
 	for _, m := range te {
 		eqSlice(t, fieldNames(m), []string{"op", "key", "exception", "traceback"}, "task-erred fields")
@@ -157,12 +157,12 @@ func TestRetriesAnnotationRerunsSilently(t *testing.T) {
 	s := newTestState(t, withWorkers("w1:1"))
 	s.submit("c1", []GraphTask{annotated(task("flaky"), "retries", int64(1))})
 	out := s.fail("w1", "flaky")
-	eq(t, len(out.Clients["c1"]), 0, "no client message on a retried failure")
+	eq(t, len(out.Clients.Of("c1")), 0, "no client message on a retried failure")
 	eq(t, len(computeTasksTo(out, "w1")), 1, "re-sent")
 	s.wantStatus("flaky", "processing")
 	out = s.fail("w1", "flaky")
 	s.wantStatus("flaky", "erred")
-	eq(t, len(msgsOp(out.Clients["c1"], "task-erred")), 1, "second failure reported")
+	eq(t, len(msgsOp(out.Clients.Of("c1"), "task-erred")), 1, "second failure reported")
 }
 
 func TestRetryRPC(t *testing.T) {
@@ -179,7 +179,7 @@ func TestRetryRPC(t *testing.T) {
 	}
 	s.wantStatus("a", "processing")
 	s.wantStatus("b", "waiting")
-	tr := msgsOp(out.Clients["c1"], "task-retried")
+	tr := msgsOp(out.Clients.Of("c1"), "task-retried")
 	eq(t, len(tr), 1, "task-retried for the wanted key")
 	eq(t, msgKey(tr[0]), "b", "retried key")
 	eqSlice(t, fieldNames(tr[0]), []string{"op", "key"}, "task-retried fields")

@@ -11,7 +11,7 @@ import (
 func TestLostDependenciesCancelSubmission(t *testing.T) {
 	s := newTestState(t, withWorkers("w1:1"))
 	out := s.submit("c1", []GraphTask{task("b", "ghost"), task("c")}, "b", "c")
-	ck := msgsOp(out.Clients["c1"], "cancelled-keys")
+	ck := msgsOp(out.Clients.Of("c1"), "cancelled-keys")
 	eq(t, len(ck), 1, "cancelled-keys")
 	eqSlice(t, fieldNames(ck[0]), []string{"op", "keys", "reason", "msg"}, "fields")
 	eq(t, ck[0].Get("reason"), any("lost dependencies"), "reason")
@@ -25,7 +25,7 @@ func TestMaterializerErrorErrsEveryKey(t *testing.T) {
 	out := s.handle(updateGraph("c1", "a", "b"))
 	out = s.handle(&GraphMaterialized{RequestID: out.Helper[0].ID, Client: "c1",
 		Err: &ErrorInfo{Exception: []byte("E"), Traceback: []byte("T")}})
-	te := msgsOp(out.Clients["c1"], "task-erred")
+	te := msgsOp(out.Clients.Of("c1"), "task-erred")
 	eq(t, len(te), 2, "task-erred per key")
 	eqSlice(t, fieldNames(te[0]), []string{"op", "key", "exception", "traceback"}, "fields")
 }
@@ -43,7 +43,7 @@ func TestHeldStimuliWaitForMaterialization(t *testing.T) {
 	out = s.handle(&GraphMaterialized{RequestID: req.ID, Client: "c1", Tasks: []GraphTask{task("a")}})
 	// a was created, sent, then released by the held stimulus, in order
 	eq(t, countCompute(out), 1, "a sent")
-	eq(t, len(msgsOp(out.Workers[addr("w1")], "free-keys")), 1, "then freed")
+	eq(t, len(msgsOp(out.Workers.Of(addr("w1")), "free-keys")), 1, "then freed")
 	s.wantStatus("a", "forgotten")
 	eq(t, len(out.Helper), 1, "held update-graph forwarded")
 	eq(t, s.PendingGraphs(), 1, "b in the helper")
@@ -61,13 +61,13 @@ func TestTwoClientsShareAKey(t *testing.T) {
 	out := s.submit("c2", []GraphTask{task("shared")})
 	eq(t, countCompute(out), 0, "not recomputed")
 	out = s.finish("w1", "shared")
-	eq(t, len(msgsOp(out.Clients["c1"], "key-in-memory")), 1, "c1 told")
-	eq(t, len(msgsOp(out.Clients["c2"], "key-in-memory")), 1, "c2 told")
+	eq(t, len(msgsOp(out.Clients.Of("c1"), "key-in-memory")), 1, "c1 told")
+	eq(t, len(msgsOp(out.Clients.Of("c2"), "key-in-memory")), 1, "c2 told")
 	s.handle(&ClientReleasesKeys{Client: "c1", Keys: keys("shared")})
 	s.wantStatus("shared", "memory")
 	out = s.handle(&RemoveClient{Client: "c2"})
 	s.wantStatus("shared", "forgotten")
-	eq(t, len(msgsOp(out.Workers[addr("w1")], "free-keys")), 1, "freed once nobody wants it")
+	eq(t, len(msgsOp(out.Workers.Of(addr("w1")), "free-keys")), 1, "freed once nobody wants it")
 }
 
 func TestResubmittedMemoryKeyIsReReported(t *testing.T) {
@@ -75,7 +75,7 @@ func TestResubmittedMemoryKeyIsReReported(t *testing.T) {
 	s.submit("c1", []GraphTask{task("m")})
 	s.finish("w1", "m")
 	out := s.submit("c1", []GraphTask{task("m")})
-	kim := msgsOp(out.Clients["c1"], "key-in-memory")
+	kim := msgsOp(out.Clients.Of("c1"), "key-in-memory")
 	if len(kim) == 0 {
 		t.Fatal("memory key not re-reported")
 	}
@@ -94,7 +94,7 @@ func TestErredDependencyErrsNewSubmission(t *testing.T) {
 	// distributed reports f from its transition and again (with e) as a
 	// touched erred task
 	reported := map[string]int{}
-	for _, m := range msgsOp(out.Clients["c1"], "task-erred") {
+	for _, m := range msgsOp(out.Clients.Of("c1"), "task-erred") {
 		reported[msgKey(m)]++
 	}
 	eq(t, reported["f"], 2, "f reported")
@@ -107,7 +107,7 @@ func TestCancelGoesToAllClients(t *testing.T) {
 	s.submit("c1", []GraphTask{task("a"), task("b", "a")})
 	out := s.handle(&CancelKeys{Client: "c1", Keys: keys("a"), Reason: "user", Msg: "bye"})
 	for _, c := range []string{"c1", "c2"} {
-		ck := msgsOp(out.Clients[c], "cancelled-keys")
+		ck := msgsOp(out.Clients.Of(c), "cancelled-keys")
 		eq(t, len(ck), 1, "cancelled-keys to "+c)
 		eqSlice(t, fieldNames(ck[0]), []string{"op", "keys", "reason", "msg"}, "fields")
 		got := keyStrings(ck[0].Get("keys"))
@@ -116,7 +116,7 @@ func TestCancelGoesToAllClients(t *testing.T) {
 	}
 	s.wantStatus("a", "forgotten")
 	s.wantStatus("b", "forgotten")
-	eq(t, len(msgsOp(out.Workers[addr("w1")], "free-keys")), 1, "processing task freed")
+	eq(t, len(msgsOp(out.Workers.Of(addr("w1")), "free-keys")), 1, "processing task freed")
 }
 
 func TestCancelKeepsKeysOthersWant(t *testing.T) {
@@ -126,7 +126,7 @@ func TestCancelKeepsKeysOthersWant(t *testing.T) {
 	s.submit("c2", []GraphTask{task("a")})
 	out := s.handle(&CancelKeys{Client: "c1", Keys: keys("a")})
 	s.wantStatus("a", "processing")
-	eq(t, len(keyStrings(msgsOp(out.Clients["c2"], "cancelled-keys")[0].Get("keys"))), 0, "nothing cancelled")
+	eq(t, len(keyStrings(msgsOp(out.Clients.Of("c2"), "cancelled-keys")[0].Get("keys"))), 0, "nothing cancelled")
 }
 
 func TestClientRemovalReleasesOnlyItsKeys(t *testing.T) {
@@ -143,7 +143,7 @@ func TestClientRemovalReleasesOnlyItsKeys(t *testing.T) {
 func TestHeartbeatClient(t *testing.T) {
 	s := newTestState(t)
 	out := s.handle(&HeartbeatClient{Client: "c1"})
-	m := out.Clients["c1"][0]
+	m := out.Clients.Of("c1")[0]
 	eqSlice(t, fieldNames(m), []string{"op", "interval"}, "fields")
 	eq(t, m.Get("interval"), any(5.0), "interval")
 }
@@ -184,7 +184,7 @@ func TestDependencyLocality(t *testing.T) {
 	s.handle(&TaskFinished{Worker: bigOn, Key: k("big"), RunID: s.Task(k("big")).runID, NBytes: 1 << 20})
 	s.handle(&TaskFinished{Worker: smallOn, Key: k("small"), RunID: s.Task(k("small")).runID, NBytes: 10})
 	out := s.submit("c1", []GraphTask{task("join", "big", "small")}, "join")
-	if got := msgsOp(out.Workers[bigOn], "compute-task"); len(got) != 1 || msgKey(got[0]) != "join" {
+	if got := msgsOp(out.Workers.Of(bigOn), "compute-task"); len(got) != 1 || msgKey(got[0]) != "join" {
 		t.Fatalf("join not placed with its large dependency on %s: %v", bigOn, allComputeTasks(out))
 	}
 	story := s.Story(k("join"))
@@ -256,7 +256,7 @@ func TestMemoryGuardErrsHugeInputs(t *testing.T) {
 	s.handle(&TaskFinished{Worker: addr("w1"), Key: k("huge"), RunID: s.Task(k("huge")).runID, NBytes: 2 << 30})
 	out := s.submit("c1", []GraphTask{task("sum", "huge")}, "sum")
 	s.wantStatus("sum", "erred")
-	te := msgsOp(out.Clients["c1"], "task-erred")
+	te := msgsOp(out.Clients.Of("c1"), "task-erred")
 	eq(t, len(te), 2, "task-erred (transition + touched-task report, as distributed)")
 	if _, ok := te[0].Get("exception").([]byte); !ok {
 		t.Fatal("MemoryError not a raw pickle")

@@ -217,14 +217,14 @@ func msgsOp(msgs []*protocol.Map, op string) []*protocol.Map {
 }
 
 func computeTasksTo(out Outbox, worker string) []*protocol.Map {
-	return msgsOp(out.Workers[addr(worker)], "compute-task")
+	return msgsOp(out.Workers.Of(addr(worker)), "compute-task")
 }
 
 func allComputeTasks(out Outbox) map[string][]string {
 	res := map[string][]string{}
-	for a, msgs := range out.Workers {
-		for _, m := range msgsOp(msgs, "compute-task") {
-			res[a] = append(res[a], m.Get("key").(protocol.Key).String())
+	for _, p := range out.Workers {
+		for _, m := range msgsOp(p.Msgs, "compute-task") {
+			res[p.Peer] = append(res[p.Peer], m.Get("key").(protocol.Key).String())
 		}
 	}
 	return res

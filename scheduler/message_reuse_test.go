@@ -3,7 +3,6 @@ package scheduler
 import (
 	"bytes"
 	"fmt"
-	"sort"
 	"testing"
 
 	"daskgo/protocol"
@@ -13,15 +12,10 @@ import (
 // address order: what the streams would write.
 func encodeWorkerMsgs(t *testing.T, out Outbox) []byte {
 	t.Helper()
-	addrs := make([]string, 0, len(out.Workers))
-	for a := range out.Workers {
-		addrs = append(addrs, a)
-	}
-	sort.Strings(addrs)
 	var b bytes.Buffer
-	for _, a := range addrs {
+	for _, a := range sortedAddrs(t, out.Workers) {
 		b.WriteString(a)
-		for _, m := range out.Workers[a] {
+		for _, m := range out.Workers.Of(a) {
 			frames, err := protocol.Encode(m, nil)
 			if err != nil {
 				t.Fatalf("encode a message to %s: %v", a, err)
@@ -52,8 +46,8 @@ func TestWrittenMessagesAreRebuiltInPlace(t *testing.T) {
 	first := map[*protocol.Map]bool{}
 	a, b := fresh.submit("c1", rootTasks("x", 16)), reused.submit("c1", rootTasks("x", 16))
 	same("first graph", a, b)
-	for _, msgs := range b.Workers {
-		for _, m := range msgsOp(msgs, "compute-task") {
+	for _, p := range b.Workers {
+		for _, m := range msgsOp(p.Msgs, "compute-task") {
 			first[m] = true
 		}
 	}
@@ -75,8 +69,8 @@ func TestWrittenMessagesAreRebuiltInPlace(t *testing.T) {
 		t.Fatalf("the second graph sent %d compute-tasks at once, want 9", n)
 	}
 	rebuilt := 0
-	for _, msgs := range b.Workers {
-		for _, m := range msgsOp(msgs, "compute-task") {
+	for _, p := range b.Workers {
+		for _, m := range msgsOp(p.Msgs, "compute-task") {
 			if first[m] {
 				rebuilt++
 			}
@@ -100,8 +94,8 @@ func TestWrittenMessagesAreRebuiltInPlace(t *testing.T) {
 	a, b = release(1, 4)
 	same("release x-1..x-4", a, b)
 	freed := map[*protocol.Map]bool{}
-	for _, msgs := range b.Workers {
-		for _, m := range msgsOp(msgs, "free-keys") {
+	for _, p := range b.Workers {
+		for _, m := range msgsOp(p.Msgs, "free-keys") {
 			freed[m] = true
 		}
 	}
@@ -110,8 +104,8 @@ func TestWrittenMessagesAreRebuiltInPlace(t *testing.T) {
 	a, b = release(5, 8)
 	same("release x-5..x-8", a, b)
 	rebuilt = 0
-	for _, msgs := range b.Workers {
-		for _, m := range msgsOp(msgs, "free-keys") {
+	for _, p := range b.Workers {
+		for _, m := range msgsOp(p.Msgs, "free-keys") {
 			if freed[m] {
 				rebuilt++
 			}
@@ -127,7 +121,7 @@ func TestComputeTasksAreNotReusedBeforeWritten(t *testing.T) {
 	seen := map[*protocol.Map]bool{}
 	check := func(out Outbox) {
 		t.Helper()
-		for _, m := range msgsOp(out.Workers[addr("a")], "compute-task") {
+		for _, m := range msgsOp(out.Workers.Of(addr("a")), "compute-task") {
 			if seen[m] {
 				t.Fatalf("compute-task for %s reuses a message handed out before", msgKey(m))
 			}

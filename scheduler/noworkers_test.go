@@ -15,7 +15,7 @@ func withNoWorkersTimeout(d time.Duration) option {
 // erredWith returns the exception bytes of the task-erred for key in out
 // (nil when there is none).
 func erredWith(out Outbox, key string) []byte {
-	for _, m := range msgsOp(out.Clients["c1"], "task-erred") {
+	for _, m := range msgsOp(out.Clients.Of("c1"), "task-erred") {
 		if msgKey(m) == key {
 			b, _ := m.Get("exception").([]byte)
 			return b

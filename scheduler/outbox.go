@@ -3,24 +3,31 @@ package scheduler
 import "daskgo/protocol"
 
 // Filling the Outbox. Every task-finished sends at least one worker and one
-// client message, so the per-Handle cost of the Outbox's maps and per-peer
-// slices is a large share of the engine's allocations (BenchmarkSubmitFinish).
-// The outer ring may hand a sent Outbox back through Recycle; its maps and
-// slices are then reused by later Handles. Without Recycle nothing is
-// reused and every Outbox is fresh, as before.
+// client message, so the per-Handle cost of the Outbox's peer lists and
+// per-peer slices is a large share of the engine's allocations
+// (BenchmarkSubmitFinish). The outer ring may hand a sent Outbox back
+// through Recycle; its lists and slices are then reused by later Handles.
+// Without Recycle nothing is reused and every Outbox is fresh, as before.
+//
+// The messages of a Handle are kept per peer in a list (Peers), not a map
+// keyed by address: a peer is found by the WorkerState's note of its place
+// in this Handle's list, or by a scan of the few peers a Handle writes to.
+// Hashing the address for every message, and ranging over and clearing the
+// map in Recycle, were about a thirteenth of the engine's instructions
+// replaying the 100k-task tree over 1,000 simulated workers (cachegrind).
 
 const (
 	// spareSlicesMax bounds the recycled per-peer slices kept; spareCapMax
 	// drops slices grown by a burst so one big release pins no memory.
 	spareSlicesMax = 64
 	spareCapMax    = 1024
-	// spareMapMax: an outbox map that held more peers is not reused. A Go
-	// map never shrinks, and ranging over or clearing one costs its size,
-	// not its count: once a graph's compute-tasks went to 1,000 workers,
-	// every later Recycle paid for a 1,000-peer map to hand back one or two
-	// peers (18 % of the engine's time replaying a 100k-task tree over
-	// 1,000 simulated workers, BenchmarkEngineReplay).
-	spareMapMax = 64
+	// spareListMax: a peer list that held more peers is not kept for reuse
+	// (nor its slices: they went to many peers, once).
+	spareListMax = 64
+	// peerScanMax: up to this many peers a Handle's list is scanned for a
+	// peer; past it the list is indexed by a map for the rest of the Handle
+	// (a graph's compute-tasks going out to every worker).
+	peerScanMax = 8
 	// spareHooksMax: a recycled hooks slice holds at most this many events
 	// (128 bytes each), so a graph's burst of transitions is not kept.
 	spareHooksMax = 4096
@@ -28,7 +35,7 @@ const (
 
 // outPool holds what Recycle handed back.
 type outPool struct {
-	workers, clients map[string][]*protocol.Map
+	workers, clients Peers
 	slices           [][]*protocol.Map
 	// hooks: an Outbox.Hooks the ring has queued (copied) for the plugins;
 	// a counting plugin sees about five events a task, and growing a fresh
@@ -36,18 +43,26 @@ type outPool struct {
 	hooks []HookEvent
 }
 
+// outIndex indexes the Handle's Workers and Clients by peer once either
+// holds more than peerScanMax peers (nil until then; begin drops them).
+// A worker's place is also noted on it: WorkerState.outSeq ==
+// State.outSeq means it is WorkerState.outPos in this Handle's Workers.
+type outIndex struct {
+	workers, clients map[string]int32
+}
+
 // Recycle returns an Outbox the outer ring has finished with (every stream
 // message handed to its batched stream, which copies the pointers) so its
-// maps and slices are reused by later Handle calls. The messages themselves
-// are not reused: streams may still hold them. Recycle an Outbox at most
-// once, after every copy of it is done with: its maps go to a later
-// Handle. out is zeroed. Recycling is optional.
+// lists and slices are reused by later Handle calls. The messages
+// themselves are not reused: streams may still hold them. Recycle an Outbox
+// at most once, after every copy of it is done with: its lists go to a
+// later Handle. out is zeroed. Recycling is optional.
 func (s *State) Recycle(out *Outbox) {
 	if out == nil {
 		return
 	}
-	s.pool.workers = s.recycleMap(s.pool.workers, out.Workers)
-	s.pool.clients = s.recycleMap(s.pool.clients, out.Clients)
+	s.pool.workers = s.recyclePeers(s.pool.workers, out.Workers)
+	s.pool.clients = s.recyclePeers(s.pool.clients, out.Clients)
 	if h := out.Hooks; cap(h) > 0 && cap(h) <= spareHooksMax {
 		clear(h) // drop the keys and kwargs they point at
 		s.pool.hooks = h[:0]
@@ -55,58 +70,78 @@ func (s *State) Recycle(out *Outbox) {
 	*out = Outbox{}
 }
 
-func (s *State) recycleMap(keep, m map[string][]*protocol.Map) map[string][]*protocol.Map {
-	if m == nil {
+func (s *State) recyclePeers(keep, l Peers) Peers {
+	if cap(l) == 0 || len(l) > spareListMax {
 		return keep
 	}
-	if len(m) > spareMapMax {
-		return keep // its slices too: they went to many peers, once
-	}
-	for _, msgs := range m {
+	for i := range l {
+		msgs := l[i].Msgs
 		if cap(msgs) <= spareCapMax && len(s.pool.slices) < spareSlicesMax {
 			clear(msgs) // drop the message pointers: the GC may free them once sent
 			s.pool.slices = append(s.pool.slices, msgs[:0])
 		}
 	}
-	clear(m)
+	clear(l) // the peers' names and slices
 	if keep == nil {
-		return m
+		return l[:0]
 	}
 	return keep
 }
 
-// takeMap gives an empty map for an Outbox field, recycled when possible.
-func takeMap(spare *map[string][]*protocol.Map) map[string][]*protocol.Map {
-	if m := *spare; m != nil {
-		*spare = nil
-		return m
-	}
-	return map[string][]*protocol.Map{}
-}
-
-// appendPeer appends m to peer's messages, starting from a recycled slice
-// when the peer has none yet in this Outbox.
-func (s *State) appendPeer(dst map[string][]*protocol.Map, peer string, m *protocol.Map) {
-	msgs, ok := dst[peer]
-	if !ok {
-		if n := len(s.pool.slices); n > 0 {
-			msgs = s.pool.slices[n-1]
-			s.pool.slices[n-1] = nil
-			s.pool.slices = s.pool.slices[:n-1]
+// peerSlot is the place of peer in *l, added with no messages when the
+// Handle has not written to it yet. idx indexes *l once it is long.
+func (s *State) peerSlot(l *Peers, spare *Peers, idx *map[string]int32, peer string) int {
+	if *idx != nil {
+		if i, ok := (*idx)[peer]; ok {
+			return int(i)
+		}
+	} else {
+		for i := range *l {
+			if (*l)[i].Peer == peer {
+				return i
+			}
 		}
 	}
-	dst[peer] = append(msgs, m)
+	if *l == nil && *spare != nil {
+		*l, *spare = *spare, nil
+	}
+	var msgs []*protocol.Map
+	if n := len(s.pool.slices); n > 0 {
+		msgs = s.pool.slices[n-1]
+		s.pool.slices[n-1] = nil
+		s.pool.slices = s.pool.slices[:n-1]
+	}
+	*l = append(*l, PeerMsgs{Peer: peer, Msgs: msgs})
+	i := len(*l) - 1
+	switch {
+	case *idx != nil:
+		(*idx)[peer] = int32(i)
+	case len(*l) > peerScanMax:
+		m := make(map[string]int32, 2*len(*l))
+		for j := range *l {
+			m[(*l)[j].Peer] = int32(j)
+		}
+		*idx = m
+	}
+	return i
 }
 
 func (s *State) toWorker(ws *WorkerState, m *protocol.Map) {
-	s.toWorkerAddr(ws.Address, m)
+	l := &s.out.Workers
+	if ws.outSeq != s.outSeq {
+		ws.outSeq = s.outSeq
+		ws.outPos = int32(s.peerSlot(l, &s.pool.workers, &s.outIdx.workers, ws.Address))
+	}
+	e := &(*l)[ws.outPos]
+	e.Msgs = append(e.Msgs, m)
 }
 
+// toWorkerAddr sends to a worker known only by its address (one that may
+// be gone).
 func (s *State) toWorkerAddr(addr string, m *protocol.Map) {
-	if s.out.Workers == nil {
-		s.out.Workers = takeMap(&s.pool.workers)
-	}
-	s.appendPeer(s.out.Workers, addr, m)
+	l := &s.out.Workers
+	e := &(*l)[s.peerSlot(l, &s.pool.workers, &s.outIdx.workers, addr)]
+	e.Msgs = append(e.Msgs, m)
 }
 
 // toClient sends to a client that has a stream; distributed's report()
@@ -118,10 +153,9 @@ func (s *State) toClient(cs *ClientState, m *protocol.Map) {
 }
 
 func (s *State) toClientID(id string, m *protocol.Map) {
-	if s.out.Clients == nil {
-		s.out.Clients = takeMap(&s.pool.clients)
-	}
-	s.appendPeer(s.out.Clients, id, m)
+	l := &s.out.Clients
+	e := &(*l)[s.peerSlot(l, &s.pool.clients, &s.outIdx.clients, id)]
+	e.Msgs = append(e.Msgs, m)
 }
 
 // Reply answers the RPC whose stimulus carried ReplyTo.
@@ -135,8 +169,10 @@ type Reply struct {
 // per peer. The outer ring sends it after Handle returns; the engine never
 // touches a socket.
 type Outbox struct {
-	Workers map[string][]*protocol.Map
-	Clients map[string][]*protocol.Map
+	// Workers and Clients are the stream messages, per worker address
+	// and per client id, each peer once, in the order first written to.
+	Workers Peers
+	Clients Peers
 	Helper  []HelperRequest
 	// ShuffleRuns asks the helper to build P2P shuffle runs; each answer
 	// comes back as a ShuffleRunCreated stimulus.
@@ -166,21 +202,43 @@ type NannyRestart struct {
 	Worker, Nanny, Reason string
 }
 
-// ToWorker appends a stream message for the worker at addr.
-func (o *Outbox) ToWorker(addr string, msg *protocol.Map) {
-	if o.Workers == nil {
-		o.Workers = map[string][]*protocol.Map{}
-	}
-	o.Workers[addr] = append(o.Workers[addr], msg)
+// Peers is an Outbox's stream messages by peer: each peer once, in the
+// order the engine first wrote to it.
+type Peers []PeerMsgs
+
+// PeerMsgs is one peer's messages, in order.
+type PeerMsgs struct {
+	Peer string
+	Msgs []*protocol.Map
 }
 
-// ToClient appends a stream message for client id.
-func (o *Outbox) ToClient(id string, msg *protocol.Map) {
-	if o.Clients == nil {
-		o.Clients = map[string][]*protocol.Map{}
+// Of returns peer's messages, nil when there are none: a scan, for tests
+// and the odd lookup.
+func (p Peers) Of(peer string) []*protocol.Map {
+	for i := range p {
+		if p[i].Peer == peer {
+			return p[i].Msgs
+		}
 	}
-	o.Clients[id] = append(o.Clients[id], msg)
+	return nil
 }
+
+// add appends msg for peer.
+func (p *Peers) add(peer string, msg *protocol.Map) {
+	for i := range *p {
+		if (*p)[i].Peer == peer {
+			(*p)[i].Msgs = append((*p)[i].Msgs, msg)
+			return
+		}
+	}
+	*p = append(*p, PeerMsgs{Peer: peer, Msgs: []*protocol.Map{msg}})
+}
+
+// ToWorker appends a stream message for the worker at addr.
+func (o *Outbox) ToWorker(addr string, msg *protocol.Map) { o.Workers.add(addr, msg) }
+
+// ToClient appends a stream message for client id.
+func (o *Outbox) ToClient(id string, msg *protocol.Map) { o.Clients.add(id, msg) }
 
 // answers reports whether the outbox already answers the RPC id.
 func (o *Outbox) answers(id int64) bool {

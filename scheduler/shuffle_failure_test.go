@@ -22,9 +22,9 @@ func wname(address string) string {
 // shuffleFails collects the shuffle-fail messages of out by worker.
 func shuffleFails(out Outbox) map[string][]*protocol.Map {
 	got := map[string][]*protocol.Map{}
-	for w, msgs := range out.Workers {
-		if f := msgsOp(msgs, "shuffle-fail"); len(f) > 0 {
-			got[w] = f
+	for _, p := range out.Workers {
+		if f := msgsOp(p.Msgs, "shuffle-fail"); len(f) > 0 {
+			got[p.Peer] = f
 		}
 	}
 	return got

@@ -209,8 +209,8 @@ func TestShuffleHappyPath(t *testing.T) {
 		key := fmt.Sprintf("unpack-abc-%d", j)
 		w := strings.TrimSuffix(strings.TrimPrefix(processingOn(s, key), "tcp://"), ":8000")
 		out = s.finish(w, key)
-		for _, msgs := range out.Workers {
-			fails = append(fails, msgsOp(msgs, "shuffle-fail")...)
+		for _, p := range out.Workers {
+			fails = append(fails, msgsOp(p.Msgs, "shuffle-fail")...)
 		}
 	}
 	eq(t, len(fails), 2, "shuffle-fail to both participants")
@@ -236,13 +236,13 @@ func TestShuffleWorkerLeavesRestarts(t *testing.T) {
 	}
 	out := s.handle(&RemoveWorker{Worker: addr("w3"), Reason: "killed"})
 	for _, w := range []string{"w1", "w2"} {
-		f := msgsOp(out.Workers[addr(w)], "shuffle-fail")
+		f := msgsOp(out.Workers.Of(addr(w)), "shuffle-fail")
 		eq(t, len(f), 1, "shuffle-fail to "+w)
 		if msg := f[0].Get("message").(string); !strings.Contains(msg, "Worker "+addr("w3")+" left during active") {
 			t.Fatalf("shuffle-fail message %q", msg)
 		}
 	}
-	eq(t, len(out.Workers[addr("w3")]), 0, "nothing to the removed worker")
+	eq(t, len(out.Workers.Of(addr("w3"))), 0, "nothing to the removed worker")
 	eq(t, len(s.ActiveShuffles()), 0, "run deactivated")
 	// everything runs again: transfers (also the finished ones), barrier waits
 	for i := 0; i < 6; i++ {

@@ -18,8 +18,8 @@ func TestSpansObserveAndSumMetrics(t *testing.T) {
 	plain := task("other-0")
 	out := s.submit("c1", []GraphTask{a, b, plain})
 	spanOf := map[string]any{}
-	for _, msgs := range out.Workers {
-		for _, m := range msgs {
+	for _, p := range out.Workers {
+		for _, m := range p.Msgs {
 			if m.Get("op") == "compute-task" {
 				spanOf[m.Get("key").(protocol.Key).String()] = m.Get("span_id")
 			}

@@ -108,9 +108,13 @@ type State struct {
 	ammRunning bool
 
 	// per-Handle context
-	out         *Outbox
-	outBuf      Outbox       // what out points at during Handle
-	pool        outPool      // maps and slices handed back by Recycle
+	out    *Outbox
+	outBuf Outbox  // what out points at during Handle
+	pool   outPool // lists and slices handed back by Recycle
+	// outSeq numbers the Handles, for WorkerState.outSeq; outIdx indexes
+	// the Handle's peer lists when they grow long (outbox.go)
+	outSeq      uint64
+	outIdx      outIndex
 	reuse       messageReuse // written messages to build in again (message_reuse.go)
 	finArgs     transArgs
 	scratchTS   []*TaskState       // addToMemory's sorted dependents
@@ -184,6 +188,8 @@ func (s *State) Handle(st Stimulus) Outbox {
 
 func (s *State) begin(b *Base, out *Outbox) {
 	s.out = out
+	s.outSeq++
+	s.outIdx = outIndex{}
 	s.transitions, s.transitionTasks = 0, s.tasks.Len()
 	s.now = b.At
 	s.stimulusID = b.ID

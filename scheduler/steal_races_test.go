@@ -22,8 +22,8 @@ func TestStealConfirmMovesTask(t *testing.T) {
 	ct := computeTasksTo(out, "w2")
 	eq(t, len(ct), 1, "compute-task to the thief")
 	eq(t, msgKey(ct[0]), "slow-9", "stolen key")
-	if _, ok := out.Workers[addr("w1")]; ok {
-		t.Fatalf("victim got %v", out.Workers[addr("w1")])
+	if out.Workers.Of(addr("w1")) != nil {
+		t.Fatalf("victim got %v", out.Workers.Of(addr("w1")))
 	}
 	s.wantOn("slow-9", "w2")
 	if s.Task(k("slow-9")).runID == oldRun {
@@ -113,7 +113,7 @@ func TestStealThiefLeftBeforeResponse(t *testing.T) {
 	s.handle(&RemoveWorker{Worker: addr("w2")})
 	eq(t, s.StealStats().InFlight, 3, "steals to a departed thief stay in flight until answered")
 	out := s.stealAnswer("w1", "slow-9", "ready", "steal-0")
-	msgs := out.Workers[addr("w1")]
+	msgs := out.Workers.Of(addr("w1"))
 	if len(msgs) != 2 || msgs[0].Get("op") != "free-keys" || msgs[1].Get("op") != "compute-task" || msgKey(msgs[1]) != "slow-9" {
 		t.Fatalf("want free-keys then compute-task for slow-9 to w1, got %d messages", len(msgs))
 	}

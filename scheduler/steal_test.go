@@ -59,7 +59,7 @@ type stealReq struct{ key, sid string }
 func stealRequests(t *testing.T, out Outbox, worker string) []stealReq {
 	t.Helper()
 	var reqs []stealReq
-	for _, m := range msgsOp(out.Workers[addr(worker)], "steal-request") {
+	for _, m := range msgsOp(out.Workers.Of(addr(worker)), "steal-request") {
 		eqSlice(t, fieldNames(m), []string{"op", "key", "stimulus_id"}, "steal-request fields")
 		reqs = append(reqs, stealReq{msgKey(m), m.Get("stimulus_id").(string)})
 	}
@@ -69,8 +69,8 @@ func stealRequests(t *testing.T, out Outbox, worker string) []stealReq {
 // allStealRequests counts the steal-requests to every worker.
 func allStealRequests(out Outbox) int {
 	n := 0
-	for _, msgs := range out.Workers {
-		n += len(msgsOp(msgs, "steal-request"))
+	for _, p := range out.Workers {
+		n += len(msgsOp(p.Msgs, "steal-request"))
 	}
 	return n
 }
@@ -441,8 +441,8 @@ func TestStealDeterministic(t *testing.T) {
 		var trace []string
 		for round := 0; round < 3; round++ {
 			out := s.stealTick()
-			for _, w := range sortedAddrs(out.Workers) {
-				for _, m := range out.Workers[w] {
+			for _, w := range sortedAddrs(t, out.Workers) {
+				for _, m := range out.Workers.Of(w) {
 					trace = append(trace, w+" "+protocol.String(m))
 				}
 			}

@@ -16,13 +16,13 @@ import (
 
 func (r *transcript) render(out Outbox) string {
 	var lines []string
-	for _, a := range sortedKeys(out.Workers) {
-		for _, m := range out.Workers[a] {
+	for _, a := range sortedAddrs(r.t, out.Workers) {
+		for _, m := range out.Workers.Of(a) {
 			lines = append(lines, wname(a)+": "+r.msgText(m))
 		}
 	}
-	for _, c := range sortedKeys(out.Clients) {
-		for _, m := range out.Clients[c] {
+	for _, c := range sortedAddrs(r.t, out.Clients) {
+		for _, m := range out.Clients.Of(c) {
 			lines = append(lines, c+": "+r.msgText(m))
 		}
 	}

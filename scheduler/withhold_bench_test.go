@@ -76,10 +76,10 @@ func benchWithholding(b *testing.B, sat float64, co bool, roots, nworkers int) {
 		// per worker LIFO stacks of compute-tasks, served round-robin
 		stacks := make(map[string][]pendingTask, nworkers)
 		collect := func(o Outbox) {
-			for w, msgs := range o.Workers {
-				for _, m := range msgs {
+			for _, p := range o.Workers {
+				for _, m := range p.Msgs {
 					if m.Get("op") == "compute-task" {
-						stacks[w] = append(stacks[w], pendingTask{m.Get("key").(protocol.Key), m.Get("run_id").(int64)})
+						stacks[p.Peer] = append(stacks[p.Peer], pendingTask{m.Get("key").(protocol.Key), m.Get("run_id").(int64)})
 					}
 				}
 			}

@@ -81,7 +81,7 @@ func TestReleasingQueuedTasks(t *testing.T) {
 	out := s.handle(&ClientReleasesKeys{Client: "c1", Keys: all})
 	eq(t, s.Count(StatusQueued), 0, "queue emptied")
 	eq(t, s.NumTasks(), 0, "everything forgotten")
-	eq(t, len(msgsOp(out.Workers[addr("w1")], "free-keys")), 1, "the running one freed")
+	eq(t, len(msgsOp(out.Workers.Of(addr("w1")), "free-keys")), 1, "the running one freed")
 	eq(t, countCompute(out), 0, "nothing new sent")
 }
 

@@ -122,7 +122,7 @@ func withPriorityRanges() option {
 
 func (sm *sim) record(out Outbox) Outbox {
 	for _, w := range sm.WorkerAddresses() {
-		for _, m := range msgsOp(out.Workers[w], "compute-task") {
+		for _, m := range msgsOp(out.Workers.Of(w), "compute-task") {
 			if i, ok := rootIndex(msgKey(m), sm.prefix); ok {
 				sm.sent[w] = append(sm.sent[w], i)
 			}

@@ -42,6 +42,10 @@ type WorkerState struct {
 	closed   bool         // removed from the cluster; stale pointers see this
 	// ttlRestarting: worker-ttl asked its nanny to restart it (handleTick)
 	ttlRestarting bool
+	// outPos is the worker's place in the Outbox's Workers of the Handle
+	// numbered outSeq (State.toWorker)
+	outPos int32
+	outSeq uint64
 
 	processing  taskSet
 	longRunning oset[*TaskState]

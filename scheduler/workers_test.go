@@ -16,15 +16,15 @@ func TestWorkerLossRecomputesAndReportsLostData(t *testing.T) {
 	}
 	s.finish(holder, "x")
 	out := s.handle(&RemoveWorker{Worker: addr(holder)})
-	lost := msgsOp(out.Clients["c1"], "lost-data")
+	lost := msgsOp(out.Clients.Of("c1"), "lost-data")
 	eq(t, len(lost), 1, "lost-data")
 	eqSlice(t, fieldNames(lost[0]), []string{"op", "key"}, "lost-data fields")
 	eq(t, len(computeTasksTo(out, other)), 1, "recomputed on the survivor")
-	rw := msgsOp(out.Workers[addr(other)], "remove-worker")
+	rw := msgsOp(out.Workers.Of(addr(other)), "remove-worker")
 	eq(t, len(rw), 1, "remove-worker to survivors")
 	eqSlice(t, fieldNames(rw[0]), []string{"op", "worker", "stimulus_id"}, "remove-worker fields")
 	eq(t, rw[0].Get("worker"), any(addr(holder)), "removed address")
-	if _, ok := out.Workers[addr(holder)]; ok {
+	if out.Workers.Of(addr(holder)) != nil {
 		t.Fatal("messages to the removed worker")
 	}
 	s.wantStatus("x", "processing")
@@ -37,13 +37,13 @@ func TestScatteredDataLostIsForgotten(t *testing.T) {
 		NBytes: map[protocol.Key]int64{k("d"): 100}, ReplyTo: 3})
 	eq(t, len(out.Replies), 1, "update_data reply")
 	eq(t, out.Replies[0].Value, any(nil), "reply value")
-	kim := msgsOp(out.Clients["c1"], "key-in-memory")
+	kim := msgsOp(out.Clients.Of("c1"), "key-in-memory")
 	eq(t, len(kim), 1, "key-in-memory")
 	eqSlice(t, fieldNames(kim[0]), []string{"op", "key"}, "scatter key-in-memory has no type")
 	s.wantStatus("d", "memory")
 	out = s.handle(&RemoveWorker{Worker: addr("w1")})
 	s.wantStatus("d", "forgotten")
-	eq(t, len(msgsOp(out.Clients["c1"], "cancelled-keys")), 1, "client told the key is gone")
+	eq(t, len(msgsOp(out.Clients.Of("c1"), "cancelled-keys")), 1, "client told the key is gone")
 }
 
 func TestKilledWorkerAfterAllowedFailures(t *testing.T) {
@@ -57,7 +57,7 @@ func TestKilledWorkerAfterAllowedFailures(t *testing.T) {
 	s.wantStatus("boom", "processing")
 	out := s.handle(&RemoveWorker{Worker: addr("w2")})
 	s.wantStatus("boom", "erred")
-	te := msgsOp(out.Clients["c1"], "task-erred")
+	te := msgsOp(out.Clients.Of("c1"), "task-erred")
 	eq(t, len(te), 1, "task-erred")
 	if _, ok := te[0].Get("exception").([]byte); !ok {
 		t.Fatalf("KilledWorker exception is %T, want raw pickle bytes", te[0].Get("exception"))
@@ -84,7 +84,7 @@ func TestStaleRunID(t *testing.T) {
 	}
 	// a finished message from another worker with an old run_id: free it there
 	out := s.handle(&TaskFinished{Worker: other, Key: k("x"), RunID: ts.runID - 1, NBytes: 1})
-	eq(t, len(msgsOp(out.Workers[other], "free-keys")), 1, "free-keys to the stale sender")
+	eq(t, len(msgsOp(out.Workers.Of(other), "free-keys")), 1, "free-keys to the stale sender")
 	s.wantStatus("x", "processing")
 	// stale run on the current worker: released and re-run
 	out = s.handle(&TaskFinished{Worker: cur, Key: k("x"), RunID: ts.runID + 100, NBytes: 1})
@@ -101,7 +101,7 @@ func TestStaleRunID(t *testing.T) {
 	eq(t, s.Task(k("x")).runID, before, "stale erred ignored")
 	// finished for an unknown key
 	out = s.handle(&TaskFinished{Worker: cur, Key: k("nope"), RunID: 1})
-	eq(t, len(msgsOp(out.Workers[cur], "free-keys")), 1, "free-keys for unknown key")
+	eq(t, len(msgsOp(out.Workers.Of(cur), "free-keys")), 1, "free-keys for unknown key")
 }
 
 func TestLongRunningFreesASlot(t *testing.T) {
@@ -136,7 +136,7 @@ func TestReschedule(t *testing.T) {
 	out := s.handle(&Reschedule{Worker: other, Key: k("p")})
 	eq(t, len(out.Workers), 0, "reschedule from a non-owner ignored")
 	out = s.handle(&Reschedule{Worker: cur, Key: k("p")})
-	eq(t, len(msgsOp(out.Workers[cur], "free-keys")), 1, "free-keys to the old worker")
+	eq(t, len(msgsOp(out.Workers.Of(cur), "free-keys")), 1, "free-keys to the old worker")
 	eq(t, countCompute(out), 1, "sent again")
 	s.wantStatus("p", "processing")
 	s.handle(&Reschedule{Worker: cur, Key: k("unknown")})
@@ -186,7 +186,7 @@ func TestHeartbeatAndTTL(t *testing.T) {
 	s.clock = s.clock.Add(2 * time.Minute)
 	out = s.handle(&Tick{})
 	eqSlice(t, out.Disconnect, []string{addr("w2")}, "disconnect")
-	cl := msgsOp(out.Workers[addr("w2")], "close")
+	cl := msgsOp(out.Workers.Of(addr("w2")), "close")
 	eq(t, len(cl), 1, "close to the silent worker")
 	eqSlice(t, fieldNames(cl[0]), []string{"op", "reason"}, "close fields")
 	eqSlice(t, s.WorkerAddresses(), []string{addr("w1")}, "workers left")
@@ -225,7 +225,7 @@ func TestRefreshWhoHas(t *testing.T) {
 	holder := s.Task(k("a")).processingOn.Address
 	s.handle(&TaskFinished{Worker: holder, Key: k("a"), RunID: s.Task(k("a")).runID, NBytes: 1})
 	out := s.handle(&RequestRefreshWhoHas{Worker: addr("w1"), Keys: keys("a", "gone")})
-	msgs := out.Workers[addr("w1")]
+	msgs := out.Workers.Of(addr("w1"))
 	eq(t, len(msgs), 2, "refresh-who-has and free-keys")
 	eqSlice(t, fieldNames(msgs[0]), []string{"op", "who_has", "stimulus_id"}, "refresh-who-has fields")
 	eqSlice(t, msgs[0].Get("who_has").(map[protocol.Key][]string)[k("a")], []string{holder}, "who_has")
@@ -237,7 +237,7 @@ func TestReleaseWorkerDataLastReplicaRecomputes(t *testing.T) {
 	s.submit("c1", []GraphTask{task("a")})
 	s.finish("w1", "a")
 	out := s.handle(&ReleaseWorkerData{Worker: addr("w1"), Key: k("a")})
-	eq(t, len(msgsOp(out.Clients["c1"], "lost-data")), 1, "lost-data")
+	eq(t, len(msgsOp(out.Clients.Of("c1"), "lost-data")), 1, "lost-data")
 	eq(t, len(computeTasksTo(out, "w1")), 1, "recomputed")
 	s.wantStatus("a", "processing")
 }
@@ -272,7 +272,7 @@ func TestActorTaskPlacedAndMarked(t *testing.T) {
 	s.finish("w1", "counter")
 	out = s.handle(&RemoveWorker{Worker: addr("w1")})
 	s.wantStatus("counter", "erred")
-	eq(t, len(msgsOp(out.Clients["c1"], "task-erred")), 1, "actor loss reported")
+	eq(t, len(msgsOp(out.Clients.Of("c1"), "task-erred")), 1, "actor loss reported")
 }
 
 // TestWorkerTTLRestartsThroughNanny: check_worker_ttl → restart_workers. A

@@ -206,14 +206,14 @@ func (l *loop) onTick(t *scheduler.Tick) {
 
 // dispatch sends an outbox and returns the stimuli that sending produced.
 func (l *loop) dispatch(out *scheduler.Outbox) (follow []scheduler.Stimulus) {
-	for addr, msgs := range out.Workers {
-		if b := l.srv.workerStream(addr); b != nil {
-			l.queue(b, msgs)
+	for _, p := range out.Workers {
+		if b := l.srv.workerStream(p.Peer); b != nil {
+			l.queue(b, p.Msgs)
 		}
 	}
-	for id, msgs := range out.Clients {
-		if b := l.srv.clientStream(id); b != nil {
-			l.queue(b, msgs)
+	for _, p := range out.Clients {
+		if b := l.srv.clientStream(p.Peer); b != nil {
+			l.queue(b, p.Msgs)
 		}
 	}
 	for _, r := range out.Replies {

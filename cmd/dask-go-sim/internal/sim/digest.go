@@ -33,10 +33,14 @@ func (d *outboxDigest) str(s string) {
 	d.h.Write([]byte(s))
 }
 
-func (d *outboxDigest) msgs(peers map[string][]*protocol.Map) {
-	names := make([]string, 0, len(peers))
-	for p := range peers {
-		names = append(names, p)
+func (d *outboxDigest) msgs(list scheduler.Peers) {
+	// by peer name, as the engine's order of first writes is not part of
+	// what the digest compares
+	peers := make(map[string][]*protocol.Map, len(list))
+	names := make([]string, 0, len(list))
+	for _, p := range list {
+		peers[p.Peer] = p.Msgs
+		names = append(names, p.Peer)
 	}
 	sort.Strings(names)
 	for _, p := range names {

@@ -31,8 +31,8 @@ func TestReusedMessagesEncodeAsFreshOnes(t *testing.T) {
 		if x, y := da.h.Sum(nil), db.h.Sum(nil); string(x) != string(y) {
 			t.Fatalf("stimulus %d (%T): the outbox with reused compute-tasks encodes differently", i, st)
 		}
-		for _, msgs := range b.Workers {
-			for _, m := range msgs {
+		for _, p := range b.Workers {
+			for _, m := range p.Msgs {
 				switch m.Get("op") {
 				case "compute-task":
 					computeTasks++
@@ -75,8 +75,8 @@ func TestComputeTasksStayFreshUntilWritten(t *testing.T) {
 	seen := map[*protocol.Map]bool{}
 	for _, st := range stimuli {
 		out := eng.Handle(st)
-		for _, msgs := range out.Workers {
-			for _, m := range msgs {
+		for _, p := range out.Workers {
+			for _, m := range p.Msgs {
 				if m.Get("op") == "compute-task" {
 					if seen[m] {
 						t.Fatalf("a compute-task message was handed out twice with no MessagesWritten between")

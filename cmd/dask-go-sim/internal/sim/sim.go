@@ -404,16 +404,17 @@ func (s *Sim) recycle() {
 func (s *Sim) dispatch(out scheduler.Outbox) {
 	s.engineLogs += len(out.Logs)
 	if len(out.Workers) > 0 {
-		addrs := make([]string, 0, len(out.Workers))
-		for a := range out.Workers {
-			addrs = append(addrs, a)
+		peers := out.Workers
+		if len(peers) > 1 {
+			// a copy sorted by address: the engine's list goes back to it
+			peers = append(scheduler.Peers(nil), peers...)
+			sort.Slice(peers, func(i, j int) bool { return peers[i].Peer < peers[j].Peer })
 		}
-		sort.Strings(addrs)
-		for _, a := range addrs {
-			if w := s.byAddr[a]; w != nil {
+		for _, p := range peers {
+			if w := s.byAddr[p.Peer]; w != nil {
 				// a copy: the outbox's slices go back to the engine (handleRecycled),
 				// and its compute-tasks and free-keys are rebuilt by later Handles
-				msgs := append([]*protocol.Map(nil), out.Workers[a]...)
+				msgs := append([]*protocol.Map(nil), p.Msgs...)
 				for i, m := range msgs {
 					msgs[i] = detachReused(m)
 				}
@@ -421,7 +422,7 @@ func (s *Sim) dispatch(out scheduler.Outbox) {
 			}
 		}
 	}
-	for _, m := range out.Clients[s.client] {
+	for _, m := range out.Clients.Of(s.client) {
 		s.clientMsg(m)
 	}
 }
