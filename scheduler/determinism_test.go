@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 
@@ -69,11 +70,7 @@ func sortedAddrs(t *testing.T, l Peers) []string {
 		seen[p.Peer] = true
 		out = append(out, p.Peer)
 	}
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j] < out[j-1]; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
+	slices.Sort(out)
 	return out
 }
 

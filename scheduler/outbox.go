@@ -1,6 +1,11 @@
 package scheduler
 
-import "daskgo/protocol"
+import (
+	"slices"
+	"strings"
+
+	"daskgo/protocol"
+)
 
 // Filling the Outbox. Every task-finished sends at least one worker and one
 // client message, so the per-Handle cost of the Outbox's peer lists and
@@ -95,12 +100,8 @@ func (s *State) peerSlot(l *Peers, spare *Peers, idx *map[string]int32, peer str
 		if i, ok := (*idx)[peer]; ok {
 			return int(i)
 		}
-	} else {
-		for i := range *l {
-			if (*l)[i].Peer == peer {
-				return i
-			}
-		}
+	} else if i := l.index(peer); i >= 0 {
+		return i
 	}
 	if *l == nil && *spare != nil {
 		*l, *spare = *spare, nil
@@ -215,30 +216,33 @@ type PeerMsgs struct {
 // Of returns peer's messages, nil when there are none: a scan, for tests
 // and the odd lookup.
 func (p Peers) Of(peer string) []*protocol.Map {
-	for i := range p {
-		if p[i].Peer == peer {
-			return p[i].Msgs
-		}
+	if i := p.index(peer); i >= 0 {
+		return p[i].Msgs
 	}
 	return nil
 }
 
-// add appends msg for peer.
-func (p *Peers) add(peer string, msg *protocol.Map) {
-	for i := range *p {
-		if (*p)[i].Peer == peer {
-			(*p)[i].Msgs = append((*p)[i].Msgs, msg)
-			return
+// index is peer's place in p, or -1.
+func (p Peers) index(peer string) int {
+	for i := range p {
+		if p[i].Peer == peer {
+			return i
 		}
 	}
-	*p = append(*p, PeerMsgs{Peer: peer, Msgs: []*protocol.Map{msg}})
+	return -1
 }
 
-// ToWorker appends a stream message for the worker at addr.
-func (o *Outbox) ToWorker(addr string, msg *protocol.Map) { o.Workers.add(addr, msg) }
-
-// ToClient appends a stream message for client id.
-func (o *Outbox) ToClient(id string, msg *protocol.Map) { o.Clients.add(id, msg) }
+// Sorted is p in peer order, for a consumer whose order must not depend on
+// the engine's order of first writes (the simulator's deliveries, its
+// digest). It is a copy unless p needs no sorting; read it only.
+func (p Peers) Sorted() Peers {
+	if len(p) < 2 {
+		return p
+	}
+	out := slices.Clone(p)
+	slices.SortFunc(out, func(a, b PeerMsgs) int { return strings.Compare(a.Peer, b.Peer) })
+	return out
+}
 
 // answers reports whether the outbox already answers the RPC id.
 func (o *Outbox) answers(id int64) bool {

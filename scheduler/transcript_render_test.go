@@ -234,15 +234,6 @@ func (r *transcript) atoi(s string) int {
 	return n
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
 func names(addrs []string) string {
 	out := make([]string, len(addrs))
 	for i, a := range addrs {

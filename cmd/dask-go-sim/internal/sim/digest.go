@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash"
-	"sort"
 
 	"daskgo/protocol"
 	"daskgo/scheduler"
@@ -33,22 +32,15 @@ func (d *outboxDigest) str(s string) {
 	d.h.Write([]byte(s))
 }
 
+// msgs adds a Handle's messages by peer name: the engine's order of first
+// writes is not part of what the digest compares.
 func (d *outboxDigest) msgs(list scheduler.Peers) {
-	// by peer name, as the engine's order of first writes is not part of
-	// what the digest compares
-	peers := make(map[string][]*protocol.Map, len(list))
-	names := make([]string, 0, len(list))
-	for _, p := range list {
-		peers[p.Peer] = p.Msgs
-		names = append(names, p.Peer)
-	}
-	sort.Strings(names)
-	for _, p := range names {
-		d.str(p)
-		for _, m := range peers[p] {
+	for _, p := range list.Sorted() {
+		d.str(p.Peer)
+		for _, m := range p.Msgs {
 			frames, err := protocol.Encode(m, nil)
 			if err != nil && d.err == nil {
-				d.err = fmt.Errorf("digest: message to %s: %w", p, err)
+				d.err = fmt.Errorf("digest: message to %s: %w", p.Peer, err)
 			}
 			for _, f := range frames {
 				d.str(string(f))

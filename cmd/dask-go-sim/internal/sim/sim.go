@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"runtime"
-	"sort"
 	"strconv"
 	"time"
 
@@ -404,13 +403,7 @@ func (s *Sim) recycle() {
 func (s *Sim) dispatch(out scheduler.Outbox) {
 	s.engineLogs += len(out.Logs)
 	if len(out.Workers) > 0 {
-		peers := out.Workers
-		if len(peers) > 1 {
-			// a copy sorted by address: the engine's list goes back to it
-			peers = append(scheduler.Peers(nil), peers...)
-			sort.Slice(peers, func(i, j int) bool { return peers[i].Peer < peers[j].Peer })
-		}
-		for _, p := range peers {
+		for _, p := range out.Workers.Sorted() {
 			if w := s.byAddr[p.Peer]; w != nil {
 				// a copy: the outbox's slices go back to the engine (handleRecycled),
 				// and its compute-tasks and free-keys are rebuilt by later Handles
