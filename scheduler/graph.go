@@ -219,12 +219,13 @@ type keyRef struct {
 // the touched that existed before the graph (in the order touched). g must
 // have been through hasLostDependencies.
 //
-// A new task gets its annotations and its priority (generation gen) as it
-// is made, which update_graph does in two later passes over the graph
+// A new task gets its annotations, and every task of the graph without a
+// priority its priority (generation gen), when the walk reaches it, which
+// update_graph does in two later passes over the graph
 // (_apply_annotations, _set_priorities): each sets only the task's own
-// fields, so doing it while the task is still in the cache gives the same
-// state without two more passes over a big graph's tasks, each a cache
-// miss per task. The tasks that existed get their priority afterwards.
+// fields and the walk reads neither, so doing it while the task is still
+// in the cache gives the same state without two more passes over a big
+// graph's tasks, each a cache miss per task.
 func (s *State) generateTaskStates(p *pendingGraph, g *graphIndex, gen float64) (wanted, touched, existing []*TaskState) {
 	keys := p.ug.Keys
 	stack := make([]keyRef, len(keys))
@@ -237,7 +238,6 @@ func (s *State) generateTaskStates(p *pendingGraph, g *graphIndex, gen float64) 
 	// sized for the common graph: every key requested and new
 	wanted = make([]*TaskState, 0, len(keys))
 	touched = make([]*TaskState, 0, len(g.tasks))
-	var existingIdx []int32 // graph entries of the touched tasks that existed
 	for len(stack) > 0 {
 		r := stack[len(stack)-1]
 		k, i := r.k, r.i
@@ -282,14 +282,13 @@ func (s *State) generateTaskStates(p *pendingGraph, g *graphIndex, gen float64) 
 		}
 		if made {
 			s.applyAnnotations(ts, spec)
-			s.setPriority(p, ts, spec, gen)
 		} else {
 			existing = append(existing, ts)
-			if inGraph {
-				existingIdx = append(existingIdx, i)
-			}
 		}
 		if inGraph {
+			if !ts.hasPriority {
+				s.setPriority(p, ts, spec, gen)
+			}
 			g.ts[i] = ts
 		}
 		ts.epoch = s.graphEpoch
@@ -301,11 +300,6 @@ func (s *State) generateTaskStates(p *pendingGraph, g *graphIndex, gen float64) 
 			for n, j := range g.Deps(int(i)) {
 				stack = append(stack, keyRef{spec.Deps[n], j})
 			}
-		}
-	}
-	for _, i := range existingIdx {
-		if ts := g.ts[i]; !ts.hasPriority {
-			s.setPriority(p, ts, &g.tasks[i], gen)
 		}
 	}
 	for i := range g.tasks { // graph order, not map order: deterministic edges
