@@ -216,8 +216,8 @@ func TestGenerationBumpsAfterFifoTimeout(t *testing.T) {
 
 // A task that existed without a priority (scattered data) gets one from
 // the first graph that names it, as _set_priorities gives every task of the
-// graph whose priority is None; the graph's new tasks get theirs as they
-// are made, the existing ones after the walk.
+// graph whose priority is None; applying the graph gives it, as each new
+// task, its priority where the walk reaches it.
 func TestGraphGivesExistingTaskItsPriority(t *testing.T) {
 	s := newTestState(t, withWorkers("w1:1"))
 	s.handle(&UpdateData{Client: "c1", WhoHas: map[protocol.Key][]string{k("x"): {addr("w1")}},
