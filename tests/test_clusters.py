@@ -318,7 +318,10 @@ def test_dask_jobqueue_local_cluster_with_go_scheduler_scales_to_two_jobs_and_co
         cluster.close()
         record_order_checks(cluster.scheduler.logs())
         for pid in job_pids:  # jobqueue's LocalJob kills its jobs by PID; check, and finish the job if not
-            if _alive(pid):
+            # its SIGKILL does not wait for the exit, which a loaded machine can take a moment to finish
+            try:
+                wait_for(lambda: not _alive(pid), 10, f"job {pid} to exit")
+            except TimeoutError:
                 os.kill(pid, signal.SIGKILL)
                 pytest.fail(f"dask-jobqueue left job {pid} running after close()")
     assert cluster.scheduler.proc.poll() is not None
